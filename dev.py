@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Set up the project's environment and run its main jobs. Needs only python3 (>= 3.11).
+
+    python3 dev.py demo    # set up, build the sample tables, serve them, simulate, print a summary
+    python3 dev.py test    # set up and run the test suite
+    python3 dev.py setup   # set up only (.venv with the project installed in editable mode)
+
+The virtual environment lives in .venv; it is (re)installed when pyproject.toml changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+PY = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def setup() -> None:
+    if sys.version_info < (3, 11):
+        sys.exit(f"python >= 3.11 is required (this is {sys.version.split()[0]})")
+    if not PY.exists():
+        print("creating .venv ...", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    stamp = VENV / ".installed"
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if not stamp.exists() or stamp.read_text() != want:
+        print("installing the project and its dependencies into .venv ...", flush=True)
+        subprocess.run([PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
+        subprocess.run([PY, "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[test]"], check=True)
+        stamp.write_text(want)
+
+
+def main() -> int:
+    job = sys.argv[1] if len(sys.argv) > 1 else "demo"
+    setup()
+    if job == "setup":
+        return 0
+    if job == "test":
+        return subprocess.run([PY, "-m", "pytest", *sys.argv[2:]], cwd=ROOT).returncode
+    if job == "demo":
+        return subprocess.run([PY, "-m", "simclient.demo", *sys.argv[2:]], cwd=ROOT).returncode
+    sys.exit(f"unknown job {job!r}: use demo, test or setup")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""The ``preprocess`` command line: build, inspect and verify surface tables.
+
+Exit status: 0 on success, 1 when a table is unsound or an input is invalid, 2 on usage errors,
+130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from preprocess.build import build_surface, load_spec
+from preprocess.errors import PreprocessError
+from surfacestore.errors import SurfaceStoreError
+from surfacestore.format import open_table, verify_table
+
+__all__ = ["main"]
+
+
+def _progress_bar(total: int, desc: str, quiet: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="rec", disable=quiet or not sys.stderr.isatty(), leave=False)
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    specs = load_spec(args.spec)
+    if args.only:
+        missing = set(args.only) - {s.name for s in specs}
+        if missing:
+            raise PreprocessError(f"{args.spec}: no surface named {', '.join(sorted(missing))}")
+        specs = [s for s in specs if s.name in args.only]
+    built = []
+    for spec in specs:
+        n_rec = -(-spec.grid[0] // spec.record[0]) * -(-spec.grid[1] // spec.record[1])
+        with _progress_bar(n_rec, spec.name, args.json) as bar, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            table = build_surface(spec, args.out, overwrite=args.overwrite, progress=bar.update)
+        for w in {str(c.message) for c in caught}:
+            print(f"warning: {w}", file=sys.stderr)
+        h = table.header
+        built.append({"name": table.name, "path": str(table.path), "points": [h.u_npts, h.v_npts],
+                      "records": [h.n_rec_u, h.n_rec_v], "record_points": [h.u_pts, h.v_pts],
+                      "shard_records": h.shard_records, "codec": h.codec, "digest": h.digest})
+        if not args.json:
+            print(f"built {table.name}: {h.u_npts} x {h.v_npts} points in {h.n_rec_u} x {h.n_rec_v} records "
+                  f"of {h.u_pts} x {h.v_pts} -> {table.path}")
+    if args.json:
+        print(json.dumps({"tables": built}, indent=2))
+    return 0
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    table = open_table(args.table)
+    h = table.header
+    info: dict[str, Any] = {"name": table.name, "path": str(table.path), "header": h.to_dict()}
+    if not args.no_stats:
+        # Summary statistics from a strided sample of records (all of them for small tables).
+        step_i = max(1, h.n_rec_u // 16)
+        step_j = max(1, h.n_rec_v // 16)
+        pts = np.concatenate([table.read_record(ri, rj).reshape(-1, 14)
+                              for ri in range(0, h.n_rec_u, step_i) for rj in range(0, h.n_rec_v, step_j)])
+        xyz = pts[:, 2:5]
+        info["stats"] = {
+            "sampled_points": int(len(pts)),
+            "bbox_min_m": xyz.min(axis=0).tolist(), "bbox_max_m": xyz.max(axis=0).tolist(),
+            "tu_norm_range": [float(x) for x in np.percentile(np.linalg.norm(pts[:, 8:11], axis=1), [0, 100])],
+            "tv_norm_range": [float(x) for x in np.percentile(np.linalg.norm(pts[:, 11:14], axis=1), [0, 100])],
+            "table_bytes": h.u_npts * h.v_npts * 14 * 8,
+        }
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"table {table.name} ({table.path})")
+    for k, v in h.to_dict().items():
+        if k != "source":
+            print(f"  {k:14s} {v}")
+    print(f"  {'source':14s} {json.dumps(h.source)}")
+    for k, v in info.get("stats", {}).items():
+        print(f"  {k:14s} {v}")
+    return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    status = 0
+    for path in args.tables:
+        table = open_table(path)
+        with _progress_bar(table.header.n_rec_u, f"verify {table.name}", args.json) as bar:
+            report = verify_table(path, progress=lambda n: bar.update(n * 1))
+        if args.json:
+            print(json.dumps(report.to_dict(), indent=2))
+        elif report.ok:
+            print(f"{path}: OK ({report.digest_actual})")
+        else:
+            print(f"{path}: FAILED", file=sys.stderr)
+            for p in report.problems:
+                print(f"  {p}", file=sys.stderr)
+            for (ri, rj), reasons in sorted(report.bad_records.items()):
+                print(f"  record ({ri}, {rj}): {'; '.join(reasons)}", file=sys.stderr)
+        if not report.ok:
+            status = 1
+    return status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="preprocess", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    b = sub.add_parser("build", help="sample the surfaces of a TOML definition into tables")
+    b.add_argument("spec", type=Path, help="TOML file with [surfaces.NAME] tables")
+    b.add_argument("--out", type=Path, required=True, help="folder for the tables (NAME.zarr)")
+    b.add_argument("--only", nargs="+", metavar="NAME", help="build only these surfaces")
+    b.add_argument("--overwrite", action="store_true", help="replace existing tables")
+    b.add_argument("--json", action="store_true", help="print a JSON summary")
+    b.set_defaults(func=_cmd_build)
+
+    i = sub.add_parser("inspect", help="print a table's header and summary statistics")
+    i.add_argument("table", type=Path)
+    i.add_argument("--json", action="store_true")
+    i.add_argument("--no-stats", action="store_true", help="header only")
+    i.set_defaults(func=_cmd_inspect)
+
+    v = sub.add_parser("verify", help="check tables; exit 1 listing the failing records")
+    v.add_argument("tables", type=Path, nargs="+")
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=_cmd_verify)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (PreprocessError, SurfaceStoreError) as exc:
+        print(f"preprocess: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("preprocess: interrupted; nothing was published", file=sys.stderr)
+        return 130
+    except OSError as exc:
+        print(f"preprocess: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,363 @@
+"""Parametric surface families with analytic first derivatives.
+
+Each family maps parameters ``(u, v)`` to a point ``s(u, v)`` in its local frame (metres) and gives
+the raw partial derivatives ``tu = ds/du``, ``tv = ds/dv`` in closed form. The outward normal is
+``tu x tv / |tu x tv|`` unless a definition flips it. Families are looked up by name in
+:data:`FAMILIES`; a :class:`Family` subclass can be used directly.
+
+Parameter units: lengths in metres, angles in radians (ranges may be given in degrees with the
+``_deg`` suffix, e.g. ``u_range_deg``).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.interpolate import BSpline
+
+from preprocess.errors import DefinitionError
+
+__all__ = [
+    "Family",
+    "Plane",
+    "Ellipsoid",
+    "Sphere",
+    "Cylinder",
+    "Torus",
+    "EllipticParaboloid",
+    "Nurbs",
+    "FAMILIES",
+    "make_family",
+    "basis_matrix",
+    "nurbs_sphere",
+]
+
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _positive(name: str, params: Mapping[str, Any], key: str) -> float:
+    try:
+        x = float(params[key])
+    except KeyError:
+        raise DefinitionError(f"{name}: missing parameter {key!r}") from None
+    except (TypeError, ValueError):
+        raise DefinitionError(f"{name}: parameter {key!r} must be a number, got {params[key]!r}") from None
+    if not (math.isfinite(x) and x > 0):
+        raise DefinitionError(f"{name}: parameter {key!r} must be positive and finite, got {x}")
+    return x
+
+
+def _vector(name: str, value: Any, key: str) -> np.ndarray:
+    try:
+        v = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise DefinitionError(f"{name}: {key} must be 3 numbers, got {value!r}") from None
+    if v.shape != (3,) or not np.isfinite(v).all() or np.linalg.norm(v) == 0:
+        raise DefinitionError(f"{name}: {key} must be a non-zero 3-vector, got {value!r}")
+    return v
+
+
+def _frame(name: str, params: Mapping[str, Any]) -> np.ndarray:
+    """Columns e1, e2, e3: e3 along ``pole_axis`` (default z), e1 towards ``zero_meridian``,
+    e2 = e1 x e3 (a left-handed triple, so that with u the latitude and v the longitude
+    ``tu x tv`` points outward)."""
+    e3 = _vector(name, params.get("pole_axis", [0, 0, 1]), "pole_axis")
+    e3 /= np.linalg.norm(e3)
+    default = [1, 0, 0] if abs(e3[0]) < 0.9 else [0, 1, 0]
+    m = _vector(name, params.get("zero_meridian", default), "zero_meridian")
+    e1 = m - (m @ e3) * e3
+    if np.linalg.norm(e1) < 1e-9 * np.linalg.norm(m):
+        raise DefinitionError(f"{name}: zero_meridian must not be parallel to pole_axis")
+    e1 /= np.linalg.norm(e1)
+    return np.column_stack([e1, np.cross(e1, e3), e3])
+
+
+class Family(ABC):
+    """A parametric surface ``s(u, v)`` with analytic partial derivatives.
+
+    Subclasses set ``name``, ``params`` (accepted keys), ``default_range`` (``(u_range, v_range)`` or
+    ``None`` when the definition must give the ranges) and implement :meth:`evaluate`.
+    """
+
+    name: ClassVar[str]
+    params: ClassVar[tuple[str, ...]] = ()
+    default_range: ClassVar[tuple[tuple[float, float], tuple[float, float]] | None] = None
+
+    def __init__(self, **params: Any) -> None:
+        unknown = set(params) - set(self.params)
+        if unknown:
+            raise DefinitionError(f"{self.name}: unknown parameter(s) {sorted(unknown)}; "
+                                  f"accepted: {list(self.params)}")
+        self.parameters = dict(params)
+
+    @abstractmethod
+    def evaluate(self, u: np.ndarray, v: np.ndarray) -> Arrays:
+        """Point and partials at broadcastable ``u``, ``v``: three arrays of shape ``(..., 3)``."""
+
+    def evaluate_grid(self, u: np.ndarray, v: np.ndarray) -> Arrays:
+        """Point and partials on the grid ``u x v`` (1-D arrays): arrays of shape ``(nu, nv, 3)``."""
+        return self.evaluate(np.asarray(u, float)[:, None], np.asarray(v, float)[None, :])
+
+    def analytic_normal(self, u: np.ndarray, v: np.ndarray) -> np.ndarray | None:
+        """Unit outward normal where ``tu x tv`` vanishes, if the family knows it (else ``None``)."""
+        return None
+
+    def domain(self) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        """The natural parameter domain, or ``None`` when the ranges must be given."""
+        return self.default_range
+
+
+class Plane(Family):
+    """The plane ``s = (u, v, 0)``: u along x, v along y (metres), normal +z."""
+
+    name = "plane"
+
+    def evaluate(self, u: np.ndarray, v: np.ndarray) -> Arrays:
+        u, v = np.broadcast_arrays(u, v)
+        s = np.stack([u, v, np.zeros_like(u)], axis=-1)
+        tu = np.zeros_like(s)
+        tu[..., 0] = 1.0
+        tv = np.zeros_like(s)
+        tv[..., 1] = 1.0
+        return s, tu, tv
+
+
+class Ellipsoid(Family):
+    """``s = a cos u cos v e1 + b cos u sin v e2 + c sin u e3``.
+
+    u is the latitude in [-pi/2, pi/2], v the longitude (about -e3); the poles (u = +-pi/2, where tv = 0) lie on
+    ``e3 = pole_axis`` and the point u = v = 0 on ``e1``, the direction of ``zero_meridian``. Choose
+    them so that the working region holds no pole. Normal outward; analytic at the poles.
+    """
+
+    name = "ellipsoid"
+    params = ("a", "b", "c", "pole_axis", "zero_meridian")
+    default_range = ((-math.pi / 2, math.pi / 2), (-math.pi, math.pi))
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.axes = np.array([_positive(self.name, params, k) for k in self._axis_keys()])
+        self.frame = _frame(self.name, params)
+
+    def _axis_keys(self) -> tuple[str, str, str]:
+        return ("a", "b", "c")
+
+    def evaluate(self, u: np.ndarray, v: np.ndarray) -> Arrays:
+        u, v = np.broadcast_arrays(u, v)
+        cu, su, cv, sv = np.cos(u), np.sin(u), np.cos(v), np.sin(v)
+        a, b, c = self.axes
+        local = np.stack([a * cu * cv, b * cu * sv, c * su], axis=-1)
+        dlu = np.stack([-a * su * cv, -b * su * sv, c * cu], axis=-1)
+        dlv = np.stack([-a * cu * sv, b * cu * cv, np.zeros_like(u)], axis=-1)
+        f = self.frame
+        return local @ f.T, dlu @ f.T, dlv @ f.T
+
+    def analytic_normal(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        s, _, _ = self.evaluate(u, v)
+        local = s @ self.frame  # coordinates in e1, e2, e3
+        g = local / self.axes**2  # gradient of the implicit form
+        g = g @ self.frame.T
+        return g / np.linalg.norm(g, axis=-1, keepdims=True)
+
+
+class Sphere(Ellipsoid):
+    """A sphere of ``radius`` (metres), parametrized like :class:`Ellipsoid`."""
+
+    name = "sphere"
+    params = ("radius", "pole_axis", "zero_meridian")
+
+    def _axis_keys(self) -> tuple[str, str, str]:
+        return ("radius", "radius", "radius")
+
+
+class Cylinder(Family):
+    """``s = (R cos u, R sin u, v)``: u the angle (radians), v the axial coordinate (metres)."""
+
+    name = "cylinder"
+    params = ("radius",)
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.radius = _positive(self.name, params, "radius")
+
+    def evaluate(self, u: np.ndarray, v: np.ndarray) -> Arrays:
+        u, v = np.broadcast_arrays(u, v)
+        r, cu, su = self.radius, np.cos(u), np.sin(u)
+        s = np.stack([r * cu, r * su, v], axis=-1)
+        tu = np.stack([-r * su, r * cu, np.zeros_like(u)], axis=-1)
+        tv = np.zeros_like(s)
+        tv[..., 2] = 1.0
+        return s, tu, tv
+
+
+class Torus(Family):
+    """``s = ((R + r cos v) cos u, (R + r cos v) sin u, r sin v)`` with ``major_radius`` R > r =
+    ``minor_radius``; u around the axis z, v around the tube (radians)."""
+
+    name = "torus"
+    params = ("major_radius", "minor_radius")
+    default_range = ((0.0, 2 * math.pi), (-math.pi, math.pi))
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.R = _positive(self.name, params, "major_radius")
+        self.r = _positive(self.name, params, "minor_radius")
+        if self.r >= self.R:
+            raise DefinitionError(f"torus: minor_radius {self.r} must be smaller than major_radius {self.R}")
+
+    def evaluate(self, u: np.ndarray, v: np.ndarray) -> Arrays:
+        u, v = np.broadcast_arrays(u, v)
+        cu, su, cv, sv = np.cos(u), np.sin(u), np.cos(v), np.sin(v)
+        w = self.R + self.r * cv
+        s = np.stack([w * cu, w * su, self.r * sv], axis=-1)
+        tu = np.stack([-w * su, w * cu, np.zeros_like(u)], axis=-1)
+        tv = np.stack([-self.r * sv * cu, -self.r * sv * su, self.r * cv], axis=-1)
+        return s, tu, tv
+
+
+class EllipticParaboloid(Family):
+    """``s = (u, v, u^2/(2 R1) + v^2/(2 R2))``: principal radii of curvature R1 (along x) and R2
+    (along y) at the apex (metres); the normal points to the concave side (+z at the apex)."""
+
+    name = "elliptic_paraboloid"
+    params = ("R1", "R2")
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.R1 = _positive(self.name, params, "R1")
+        self.R2 = _positive(self.name, params, "R2")
+
+    def evaluate(self, u: np.ndarray, v: np.ndarray) -> Arrays:
+        u, v = np.broadcast_arrays(u, v)
+        s = np.stack([u, v, u**2 / (2 * self.R1) + v**2 / (2 * self.R2)], axis=-1)
+        tu = np.stack([np.ones_like(u), np.zeros_like(u), u / self.R1], axis=-1)
+        tv = np.stack([np.zeros_like(u), np.ones_like(u), v / self.R2], axis=-1)
+        return s, tu, tv
+
+
+def _knots(name: str, key: str, knots: Any, n: int, p: int) -> np.ndarray:
+    try:
+        t = np.asarray(knots, dtype=float)
+    except (TypeError, ValueError):
+        raise DefinitionError(f"{name}: {key} must be a list of numbers") from None
+    if t.ndim != 1 or len(t) != n + p + 1:
+        raise DefinitionError(f"{name}: {key} has {t.size} knots; {n} control points of degree {p} "
+                              f"need n + p + 1 = {n + p + 1}")
+    if not np.isfinite(t).all() or (np.diff(t) < 0).any():
+        raise DefinitionError(f"{name}: {key} must be finite and non-decreasing: {t.tolist()}")
+    if not t[p] < t[n]:
+        raise DefinitionError(f"{name}: {key} gives an empty domain [{t[p]}, {t[n]}]")
+    return t
+
+
+def basis_matrix(t: np.ndarray, p: int, x: np.ndarray, nu: int = 0) -> np.ndarray:
+    """B-spline basis functions (or their ``nu``-th derivatives) of degree ``p`` on knots ``t`` at
+    ``x``: a dense array of shape ``(len(x), len(t) - p - 1)``."""
+    n = len(t) - p - 1
+    return BSpline(t, np.eye(n), p, extrapolate=True)(np.asarray(x, float), nu=nu)
+
+
+class Nurbs(Family):
+    """A NURBS surface: ``degree_u``, ``degree_v``, ``knots_u``, ``knots_v``, ``control_points`` of
+    shape (n, m, 3) in metres and optional ``weights`` (n, m), all > 0 (default 1: a B-spline).
+
+    Evaluated through homogeneous coordinates ``A = sum N_a(u) N_b(v) w_ab (P_ab, 1)``; the point
+    is ``A_xyz / A_w`` and the partials follow by the quotient rule,
+    ``s_u = (A_xyz,u - s A_w,u) / A_w``. The domain is ``[t_p, t_n]`` in each direction.
+    """
+
+    name = "nurbs"
+    params = ("degree_u", "degree_v", "knots_u", "knots_v", "control_points", "weights")
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        nm = self.name
+        try:
+            p, q = int(params["degree_u"]), int(params["degree_v"])
+            P = np.asarray(params["control_points"], dtype=float)
+        except KeyError as exc:
+            raise DefinitionError(f"{nm}: missing parameter {exc.args[0]!r}") from None
+        except (TypeError, ValueError) as exc:
+            raise DefinitionError(f"{nm}: invalid degree or control_points ({exc})") from None
+        if p < 1 or q < 1:
+            raise DefinitionError(f"{nm}: degrees must be >= 1, got ({p}, {q})")
+        if P.ndim != 3 or P.shape[2] != 3 or not np.isfinite(P).all():
+            raise DefinitionError(f"{nm}: control_points must be a finite (n, m, 3) net, got shape {P.shape}")
+        n, m = P.shape[:2]
+        if n <= p or m <= q:
+            raise DefinitionError(f"{nm}: a {n} x {m} control net is too small for degrees ({p}, {q})")
+        w = np.asarray(params.get("weights", np.ones((n, m))), dtype=float)
+        if w.shape != (n, m) or not np.isfinite(w).all() or (w <= 0).any():
+            raise DefinitionError(f"{nm}: weights must be positive with shape ({n}, {m})")
+        self.p, self.q = p, q
+        self.tu = _knots(nm, "knots_u", params["knots_u"], n, p) if "knots_u" in params else None
+        self.tv = _knots(nm, "knots_v", params["knots_v"], m, q) if "knots_v" in params else None
+        if self.tu is None or self.tv is None:
+            raise DefinitionError(f"{nm}: knots_u and knots_v are required")
+        self.Pw = np.concatenate([P * w[..., None], w[..., None]], axis=-1)  # homogeneous net
+
+    def domain(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        n, m = self.Pw.shape[:2]
+        return (float(self.tu[self.p]), float(self.tu[n])), (float(self.tv[self.q]), float(self.tv[m]))
+
+    def _combine(self, A: np.ndarray, Au: np.ndarray, Av: np.ndarray) -> Arrays:
+        w, wu, wv = A[..., 3:], Au[..., 3:], Av[..., 3:]
+        s = A[..., :3] / w
+        return s, (Au[..., :3] - s * wu) / w, (Av[..., :3] - s * wv) / w
+
+    def evaluate(self, u: np.ndarray, v: np.ndarray) -> Arrays:
+        u, v = np.broadcast_arrays(np.asarray(u, float), np.asarray(v, float))
+        shape = u.shape
+        uf, vf = u.ravel(), v.ravel()
+        Nu, dNu = basis_matrix(self.tu, self.p, uf), basis_matrix(self.tu, self.p, uf, 1)
+        Nv, dNv = basis_matrix(self.tv, self.q, vf), basis_matrix(self.tv, self.q, vf, 1)
+        A = np.einsum("ia,abk,ib->ik", Nu, self.Pw, Nv)
+        Au = np.einsum("ia,abk,ib->ik", dNu, self.Pw, Nv)
+        Av = np.einsum("ia,abk,ib->ik", Nu, self.Pw, dNv)
+        return tuple(x.reshape(shape + (3,)) for x in self._combine(A, Au, Av))  # type: ignore[return-value]
+
+    def evaluate_grid(self, u: np.ndarray, v: np.ndarray) -> Arrays:
+        # Separable on a grid: A = Nu . Pw . Nv^T per coordinate, no per-point basis work.
+        Nu, dNu = basis_matrix(self.tu, self.p, u), basis_matrix(self.tu, self.p, u, 1)
+        Nv, dNv = basis_matrix(self.tv, self.q, v), basis_matrix(self.tv, self.q, v, 1)
+        A = np.einsum("ia,abk,jb->ijk", Nu, self.Pw, Nv, optimize=True)
+        Au = np.einsum("ia,abk,jb->ijk", dNu, self.Pw, Nv, optimize=True)
+        Av = np.einsum("ia,abk,jb->ijk", Nu, self.Pw, dNv, optimize=True)
+        return self._combine(A, Au, Av)
+
+
+FAMILIES: dict[str, type[Family]] = {
+    cls.name: cls for cls in (Plane, Sphere, Ellipsoid, Cylinder, Torus, EllipticParaboloid, Nurbs)
+}
+
+
+def make_family(family: str | type[Family], params: Mapping[str, Any]) -> Family:
+    """Instantiate a family by registry name (see :data:`FAMILIES`) or class."""
+    if isinstance(family, str):
+        try:
+            family = FAMILIES[family]
+        except KeyError:
+            raise DefinitionError(f"unknown surface family {family!r}; choose one of "
+                                  f"{', '.join(sorted(FAMILIES))}") from None
+    return family(**dict(params))
+
+
+def nurbs_sphere(radius: float) -> dict[str, Any]:
+    """Parameters of an exact sphere as a rational biquadratic NURBS (a semicircle of 5 control
+    points in u swept around the z axis by a 9-point circle in v)."""
+    r2 = math.sqrt(0.5)
+    # semicircle from the south pole to the north pole in the x-z half plane
+    semi = [(0, -1, 1.0), (1, -1, r2), (1, 0, 1.0), (1, 1, r2), (0, 1, 1.0)]  # (rho, z, weight)
+    circ = [(1, 0, 1.0), (1, 1, r2), (0, 1, 1.0), (-1, 1, r2), (-1, 0, 1.0), (-1, -1, r2), (0, -1, 1.0),
+            (1, -1, r2), (1, 0, 1.0)]
+    P = np.array([[[rho * cx * radius, rho * cy * radius, z * radius] for cx, cy, _ in circ]
+                  for rho, z, _ in semi])
+    W = np.array([[wa * wb for _, _, wb in circ] for _, _, wa in semi])
+    return {"degree_u": 2, "degree_v": 2,
+            "knots_u": [0, 0, 0, 0.5, 0.5, 1, 1, 1],
+            "knots_v": [0, 0, 0, 0.25, 0.25, 0.5, 0.5, 0.75, 0.75, 1, 1, 1],
+            "control_points": P.tolist(), "weights": W.tolist()}

@@ -1,0 +1,68 @@
+"""Errors raised by :mod:`surfacestore`.
+
+::
+
+    SurfaceStoreError
+    ├── TableNotFound            (also FileNotFoundError)  no table at that name or path
+    ├── TableExists              (also FileExistsError)    output exists and overwrite was not asked
+    ├── InvalidTableName         (also ValueError)         a name that could escape the root
+    ├── TableCorrupt                                       header or arrays unreadable or inconsistent
+    │   └── RecordCorrupt                                  one record missing, truncated or failing its checksum
+    ├── RecordOutOfRange         (also IndexError)         record indices outside the record grid
+    └── BlockTooLarge            (also ValueError)         more records than a configured limit
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SurfaceStoreError",
+    "TableNotFound",
+    "TableExists",
+    "InvalidTableName",
+    "TableCorrupt",
+    "RecordCorrupt",
+    "RecordOutOfRange",
+    "BlockTooLarge",
+]
+
+
+class SurfaceStoreError(Exception):
+    """Root of every error raised by surfacestore."""
+
+
+class TableNotFound(SurfaceStoreError, FileNotFoundError):
+    """No table exists at the given name or path."""
+
+
+class TableExists(SurfaceStoreError, FileExistsError):
+    """The output table exists and overwriting was not requested."""
+
+
+class InvalidTableName(SurfaceStoreError, ValueError):
+    """A table name that is empty, hidden, or contains path separators."""
+
+
+class TableCorrupt(SurfaceStoreError):
+    """A table whose header or arrays cannot be read or disagree with each other."""
+
+
+class RecordCorrupt(TableCorrupt):
+    """A record that is missing, truncated, or fails its checksum.
+
+    Attributes
+    ----------
+    records : list of (ri, rj)
+        The records concerned.
+    """
+
+    def __init__(self, message: str, records: list[tuple[int, int]] | None = None) -> None:
+        super().__init__(message)
+        self.records = list(records or [])
+
+
+class RecordOutOfRange(SurfaceStoreError, IndexError):
+    """Record indices outside the table's record grid."""
+
+
+class BlockTooLarge(SurfaceStoreError, ValueError):
+    """A block request for more records than the configured limit."""

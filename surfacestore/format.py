@@ -1,0 +1,807 @@
+"""Surface table format, version 1: a Zarr v3 group of records.
+
+A table samples a parametric surface ``s(u, v)`` on the uniform grid ``u_i = u0 + i*du``,
+``v_j = v0 + j*dv`` (``i < u_npts``, ``j < v_npts``) and stores 14 float64 values per point in the
+array ``points`` of shape ``(u_npts, v_npts, 14)``, field order :data:`FIELDS`:
+
+``u, v, x, y, z, nx, ny, nz, tux, tuy, tuz, tvx, tvy, tvz``
+
+Positions are in metres in the surface frame, ``tu = ds/du`` and ``tv = ds/dv`` are the raw partial
+derivatives (metres per unit of parameter), ``n`` is the unit normal ``normal_sign * tu x tv / |tu x tv|``.
+
+The chunks of ``points`` are the *records*: record ``(ri, rj)`` holds the points
+``[ri*u_pts, (ri+1)*u_pts) x [rj*v_pts, (rj+1)*v_pts)``; the last row/column of records may be short.
+Every record carries a CRC32C checksum (the Zarr ``crc32c`` codec), so a damaged record is found when it
+is read. Large tables group one record row's consecutive records into Zarr shards (shard shape
+``(u_pts, k*v_pts, 14)``), which keeps the file count small while each record stays readable alone.
+
+Optional extra per-point fields (thickness, distance to data, ...) are arrays of shape
+``(u_npts, v_npts)`` with the same record grid, listed in the header under ``extras``.
+
+The header is the group attribute ``surface`` (:class:`Header`). Its ``digest`` is
+``sha256:`` + the SHA-256 of the points' little-endian bytes taken record by record in record order
+(row-major over ``(ri, rj)``, each record's points in C order), followed by the same for each extra
+array in the order of ``extras``; it serves as the table's version and HTTP ETag.
+
+Tables are published atomically: written under a hidden temporary name in the destination folder
+and renamed when complete.
+
+This module imports nothing from the web side of the package.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import queue
+import shutil
+import threading
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import google_crc32c
+import numcodecs
+import numpy as np
+import zarr
+from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, ZstdCodec
+
+from surfacestore.errors import (
+    InvalidTableName,
+    RecordCorrupt,
+    RecordOutOfRange,
+    TableCorrupt,
+    TableExists,
+    TableNotFound,
+)
+
+__all__ = [
+    "FORMAT",
+    "FIELDS",
+    "NFIELDS",
+    "CODECS",
+    "DEFAULT_CODEC",
+    "TABLE_SUFFIX",
+    "Header",
+    "RecordBlock",
+    "Table",
+    "TableWriter",
+    "VerifyReport",
+    "create_table",
+    "open_table",
+    "verify_table",
+    "check_points",
+    "DEGENERATE_TOL",
+    "table_name",
+    "validate_table_name",
+]
+
+FORMAT = "surfacetable/1"
+FIELDS: tuple[str, ...] = (
+    "u", "v", "x", "y", "z", "nx", "ny", "nz", "tux", "tuy", "tuz", "tvx", "tvy", "tvz",
+)
+NFIELDS = len(FIELDS)
+TABLE_SUFFIX = ".zarr"
+
+#: Codecs a table may use. Each record is serialised little-endian, optionally compressed, and
+#: always followed by a CRC32C checksum. ``none`` is the default: see the README for the measurement
+#: behind that choice (surface data compresses poorly and decompression costs read latency).
+CODECS: tuple[str, ...] = ("none", "zstd", "blosc")
+DEFAULT_CODEC = "none"
+
+#: Tables with more records than this are sharded unless told otherwise.
+SHARD_AUTO_RECORDS = 4096
+#: Target size of one shard in bytes when sharding.
+SHARD_TARGET_BYTES = 16 * 2**20
+
+_UNWRITTEN = 2**64 - 1
+#: |tu x tv| below this fraction of max|tu| * max|tv| (over a record or build span) is degenerate.
+DEGENERATE_TOL = 1e-9  # shard index entry of a record never written
+
+
+def _compressors(codec: str) -> list[Any]:
+    if codec == "none":
+        return [Crc32cCodec()]
+    if codec == "zstd":
+        return [ZstdCodec(level=3), Crc32cCodec()]
+    if codec == "blosc":
+        return [BloscCodec(cname="lz4", clevel=5, shuffle="shuffle", typesize=8), Crc32cCodec()]
+    raise ValueError(f"unknown codec {codec!r}; choose one of {', '.join(CODECS)}")
+
+
+def _compressor(codec: str) -> Any:
+    """numcodecs equivalent of the zarr compressor of ``codec`` (None for ``none``)."""
+    if codec == "none":
+        return None
+    if codec == "zstd":
+        return numcodecs.Zstd(level=3)
+    return numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)
+
+
+def _decompressor(codec: str) -> Any:
+    if codec == "none":
+        return None
+    if codec == "zstd":
+        return numcodecs.Zstd()
+    if codec == "blosc":
+        return numcodecs.Blosc()
+    raise TableCorrupt(f"unknown codec {codec!r} in header")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordBlock:
+    """The records ``[ri0, ri1) x [rj0, rj1)`` of a table (half-open ranges)."""
+
+    ri0: int
+    ri1: int
+    rj0: int
+    rj1: int
+
+    @property
+    def n_records(self) -> int:
+        return max(0, self.ri1 - self.ri0) * max(0, self.rj1 - self.rj0)
+
+    def records(self) -> Iterator[tuple[int, int]]:
+        for ri in range(self.ri0, self.ri1):
+            for rj in range(self.rj0, self.rj1):
+                yield ri, rj
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """The table header (group attribute ``surface``; the thesis' header record).
+
+    Grid: ``u_npts x v_npts`` points, ``u_pts x v_pts`` points per record, ``n_rec_u x n_rec_v``
+    records, parameters ``u = u0 + i*du``, ``v = v0 + j*dv`` (units as defined by the family, e.g.
+    metres for a plane, radians for a sphere). ``record_bytes`` is the size of one full record
+    uncompressed (``u_pts*v_pts*14*8``, the thesis' l_record).
+
+    Extensions to DESIGN's minimum: ``codec``, ``shard_records`` (records per shard along v, 0 when
+    not sharded), ``normal_sign`` (+1 when n = tu x tv / |tu x tv|, -1 when the outward side was
+    flipped), ``extras`` (names of extra per-point arrays).
+    """
+
+    u_npts: int
+    v_npts: int
+    u_pts: int
+    v_pts: int
+    u0: float
+    v0: float
+    du: float
+    dv: float
+    source: Mapping[str, Any] = field(default_factory=dict)
+    digest: str = ""
+    created: str = ""
+    codec: str = DEFAULT_CODEC
+    shard_records: int = 0
+    normal_sign: int = 1
+    extras: tuple[str, ...] = ()
+    format: str = FORMAT
+    fields: tuple[str, ...] = FIELDS
+
+    @property
+    def n_rec_u(self) -> int:
+        return -(-self.u_npts // self.u_pts)
+
+    @property
+    def n_rec_v(self) -> int:
+        return -(-self.v_npts // self.v_pts)
+
+    @property
+    def record_bytes(self) -> int:
+        return self.u_pts * self.v_pts * NFIELDS * 8
+
+    @property
+    def u1(self) -> float:
+        """Upper parameter bound in u."""
+        return self.u0 + (self.u_npts - 1) * self.du
+
+    @property
+    def v1(self) -> float:
+        """Upper parameter bound in v."""
+        return self.v0 + (self.v_npts - 1) * self.dv
+
+    def record_extent(self, ri: int, rj: int) -> tuple[int, int]:
+        """Number of points ``(nu, nv)`` in record ``(ri, rj)`` (short at the last row/column)."""
+        return (min(self.u_pts, self.u_npts - ri * self.u_pts),
+                min(self.v_pts, self.v_npts - rj * self.v_pts))
+
+    def block_points(self, block: RecordBlock) -> tuple[int, int, int, int]:
+        """Point index ranges ``(i0, i1, j0, j1)`` covered by a block of records."""
+        return (block.ri0 * self.u_pts, min(block.ri1 * self.u_pts, self.u_npts),
+                block.rj0 * self.v_pts, min(block.rj1 * self.v_pts, self.v_npts))
+
+    def check_block(self, block: RecordBlock) -> None:
+        """Raise :class:`RecordOutOfRange` unless ``block`` is a non-empty block inside the grid."""
+        if not (0 <= block.ri0 < block.ri1 <= self.n_rec_u and 0 <= block.rj0 < block.rj1 <= self.n_rec_v):
+            raise RecordOutOfRange(
+                f"records [{block.ri0}, {block.ri1}) x [{block.rj0}, {block.rj1}) are not a non-empty "
+                f"block inside the record grid {self.n_rec_u} x {self.n_rec_v}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["fields"] = list(self.fields)
+        d["extras"] = list(self.extras)
+        d["source"] = dict(self.source)
+        d.update(n_rec_u=self.n_rec_u, n_rec_v=self.n_rec_v, record_bytes=self.record_bytes)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Header:
+        try:
+            if d["format"] != FORMAT:
+                raise TableCorrupt(f"unsupported table format {d['format']!r} (expected {FORMAT!r})")
+            h = cls(
+                u_npts=int(d["u_npts"]), v_npts=int(d["v_npts"]), u_pts=int(d["u_pts"]),
+                v_pts=int(d["v_pts"]), u0=float(d["u0"]), v0=float(d["v0"]), du=float(d["du"]),
+                dv=float(d["dv"]), source=dict(d.get("source", {})), digest=str(d["digest"]),
+                created=str(d.get("created", "")), codec=str(d.get("codec", DEFAULT_CODEC)),
+                shard_records=int(d.get("shard_records", 0)), normal_sign=int(d.get("normal_sign", 1)),
+                extras=tuple(d.get("extras", ())), fields=tuple(d["fields"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TableCorrupt(f"invalid table header: {exc!r}") from exc
+        if h.fields != FIELDS:
+            raise TableCorrupt(f"header fields {list(h.fields)} differ from {list(FIELDS)}")
+        for key in ("n_rec_u", "n_rec_v", "record_bytes"):
+            if key in d and int(d[key]) != getattr(h, key):
+                raise TableCorrupt(f"header {key} = {d[key]} disagrees with the grid ({getattr(h, key)})")
+        return h
+
+
+def table_name(path: str | os.PathLike[str]) -> str:
+    """The name of the table stored at ``path`` (its folder name without ``.zarr``)."""
+    name = Path(path).name
+    return name[: -len(TABLE_SUFFIX)] if name.endswith(TABLE_SUFFIX) else name
+
+
+def validate_table_name(name: str) -> str:
+    """Return ``name`` if it is a safe table name (letters, digits, ``-_.``; not hidden)."""
+    ok = (0 < len(name) <= 128 and not name.startswith(".")
+          and all(c.isascii() and (c.isalnum() or c in "-_.") for c in name))
+    if not ok:
+        raise InvalidTableName(f"invalid table name {name!r}: use letters, digits, '-', '_', '.', "
+                               "not starting with '.'")
+    return name
+
+
+class _Digest:
+    """SHA-256 over the records of each array, in record order; combined into one digest."""
+
+    def __init__(self, arrays: Sequence[str]) -> None:
+        self._h = {a: hashlib.sha256() for a in arrays}
+
+    def update(self, array: str, record: np.ndarray) -> None:
+        self._h[array].update(np.ascontiguousarray(record, dtype="<f8").data)
+
+    def hexdigest(self) -> str:
+        top = hashlib.sha256()
+        for h in self._h.values():
+            top.update(h.digest())
+        return "sha256:" + top.hexdigest()
+
+
+class Table:
+    """A table opened for reading. Thread-safe for concurrent reads.
+
+    Records are read by direct file access (one small read per record, the checksum verified,
+    decompressed when the codec compresses); :meth:`zarr_group` gives the same data through
+    zarr-python, which is the reference implementation of the format.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        meta = self.path / "zarr.json"
+        if not meta.is_file():
+            raise TableNotFound(f"no surface table at {self.path}")
+        try:
+            attrs = json.loads(meta.read_text())["attributes"]["surface"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise TableCorrupt(f"{self.path}: unreadable header ({exc!r})") from exc
+        self.header = Header.from_dict(attrs)
+        self.name = table_name(self.path)
+        self._root = os.fspath(self.path)
+        # stored size of an uncompressed record of points (record + CRC32C); 0 when compressed
+        self._stored_size = self.header.record_bytes + 4 if self.header.codec == "none" else 0
+        self._decompressor = _decompressor(self.header.codec)
+        self._shard_index: dict[tuple[str, int, int], np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        h = self.header
+        return f"Table({self.name!r}, {h.u_npts}x{h.v_npts} points, {h.n_rec_u}x{h.n_rec_v} records)"
+
+    # -- raw records ------------------------------------------------------------------------------
+
+    def _arrays(self) -> tuple[str, ...]:
+        return ("points", *self.header.extras)
+
+    def record_nbytes(self, array: str = "points") -> int:
+        h = self.header
+        return h.u_pts * h.v_pts * (NFIELDS if array == "points" else 1) * 8
+
+    def _read_encoded(self, array: str, ri: int, rj: int) -> bytes:
+        """The stored bytes of one record (codec output followed by its CRC32C)."""
+        # Plain string paths and os-level reads: pathlib would cost more than the read itself.
+        k = self.header.shard_records
+        leaf = "/0" if array == "points" else ""
+        try:
+            if not k:
+                fd = os.open(f"{self._root}/{array}/c/{ri}/{rj}{leaf}", os.O_RDONLY)
+                try:
+                    size = self._stored_size if array == "points" and self._stored_size else os.fstat(fd).st_size
+                    return os.read(fd, size + 1)  # one byte more reveals a file that is too long
+                finally:
+                    os.close(fd)
+            sj, jj = divmod(rj, k)
+            shard = f"{self._root}/{array}/c/{ri}/{sj}{leaf}"
+            index = self._read_shard_index(array, ri, sj, shard)
+            offset, nbytes = (int(x) for x in index[jj])
+            if offset == _UNWRITTEN:
+                raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) was never written", [(ri, rj)])
+            fd = os.open(shard, os.O_RDONLY)
+            try:
+                data = os.pread(fd, nbytes, offset)
+            finally:
+                os.close(fd)
+            if len(data) != nbytes:
+                raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) is truncated", [(ri, rj)])
+            return data
+        except FileNotFoundError as exc:
+            raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) is missing", [(ri, rj)]) from exc
+
+    def _read_shard_index(self, array: str, ri: int, sj: int, shard: str) -> np.ndarray:
+        key = (array, ri, sj)
+        index = self._shard_index.get(key)
+        if index is not None:
+            return index
+        k = self.header.shard_records
+        size = k * 16 + 4
+        with open(shard, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            if f.tell() < size:
+                raise RecordCorrupt(f"{self.name}: shard ({ri}, {sj}) of {array} is truncated",
+                                    [(ri, sj * k + jj) for jj in range(k)])
+            f.seek(-size, os.SEEK_END)
+            raw = f.read(size)
+        if google_crc32c.value(raw[:-4]) != int.from_bytes(raw[-4:], "little"):
+            raise RecordCorrupt(f"{self.name}: shard index ({ri}, {sj}) of {array} fails its checksum",
+                                [(ri, sj * k + jj) for jj in range(k)])
+        index = np.frombuffer(raw[:-4], dtype="<u8").reshape(k, 2)
+        with self._lock:
+            if len(self._shard_index) > 65536:
+                self._shard_index.clear()
+            self._shard_index[key] = index
+        return index
+
+    def _decode(self, array: str, ri: int, rj: int, data: bytes) -> np.ndarray:
+        if len(data) < 4 or google_crc32c.value(data[:-4]) != int.from_bytes(data[-4:], "little"):
+            raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) fails its checksum "
+                                "(corrupt or truncated)", [(ri, rj)])
+        payload = memoryview(data)[:-4]
+        if self._decompressor is not None:
+            try:
+                payload = memoryview(self._decompressor.decode(payload))
+            except Exception as exc:  # codec libraries raise assorted errors
+                raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) cannot be decoded: {exc}",
+                                    [(ri, rj)]) from exc
+        h = self.header
+        if len(payload) != self.record_nbytes(array):
+            raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) has {len(payload)} bytes, "
+                                f"expected {self.record_nbytes(array)}", [(ri, rj)])
+        shape = (h.u_pts, h.v_pts, NFIELDS) if array == "points" else (h.u_pts, h.v_pts)
+        nu, nv = h.record_extent(ri, rj)
+        return np.frombuffer(payload, dtype="<f8").reshape(shape)[:nu, :nv]
+
+    # -- public reading ---------------------------------------------------------------------------
+
+    def read_record(self, ri: int, rj: int, array: str = "points") -> np.ndarray:
+        """One record: shape ``(nu, nv, 14)`` for ``points`` (``(nu, nv)`` for an extra field)."""
+        self.header.check_block(RecordBlock(ri, ri + 1, rj, rj + 1))
+        self._check_array(array)
+        return self._decode(array, ri, rj, self._read_encoded(array, ri, rj))
+
+    def read_block(self, block: RecordBlock, array: str = "points") -> np.ndarray:
+        """The records of ``block`` as one dense array of shape ``(i1-i0, j1-j0, 14)``
+        (see :meth:`Header.block_points`)."""
+        h = self.header
+        h.check_block(block)
+        self._check_array(array)
+        i0, i1, j0, j1 = h.block_points(block)
+        out = np.empty((i1 - i0, j1 - j0) + ((NFIELDS,) if array == "points" else ()), dtype="<f8")
+        for ri, rj in block.records():
+            rec = self._decode(array, ri, rj, self._read_encoded(array, ri, rj))
+            a, b = ri * h.u_pts - i0, rj * h.v_pts - j0
+            out[a:a + rec.shape[0], b:b + rec.shape[1]] = rec
+        return out
+
+    def _check_array(self, array: str) -> None:
+        if array != "points" and array not in self.header.extras:
+            raise KeyError(f"{self.name}: no per-point array {array!r} (extras: {list(self.header.extras)})")
+
+    def zarr_group(self) -> zarr.Group:
+        """The table as a read-only zarr group (the reference reader)."""
+        return zarr.open_group(self.path, mode="r")
+
+
+def open_table(path: str | os.PathLike[str]) -> Table:
+    """Open the table stored at ``path`` (a ``NAME.zarr`` folder)."""
+    return Table(path)
+
+
+class TableWriter:
+    """Writes a table record row by record row, then publishes it atomically.
+
+    Use :func:`create_table`. Call :meth:`write_records` for consecutive spans of records of the
+    current record row, in record order, then :meth:`commit`. Leaving the ``with`` block without a
+    commit (error, Ctrl-C) removes the temporary folder, so no table appears.
+
+    zarr-python writes the array metadata; the records themselves are encoded here, exactly as
+    Zarr v3's ``bytes`` (+ compressor) + ``crc32c`` codecs and the ``sharding_indexed`` codec define
+    them (the tests read every table back through zarr-python), because encoding a span of records
+    with numpy in one pass is far faster than zarr's per-chunk pipeline. Encoding overlaps with
+    hashing and writing, which run in a background thread.
+    """
+
+    def __init__(self, path: Path, header: Header, overwrite: bool) -> None:
+        self.path = path
+        self.header = header
+        self._overwrite = overwrite
+        self._tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
+        h = header
+        shards = None
+        if h.shard_records:
+            shards = (h.u_pts, h.v_pts * h.shard_records)
+        group = zarr.open_group(self._tmp, mode="w-")
+        self._group = group
+        for name in ("points", *h.extras):
+            pt = name == "points"
+            group.create_array(
+                name,
+                shape=(h.u_npts, h.v_npts) + ((NFIELDS,) if pt else ()),
+                chunks=(h.u_pts, h.v_pts) + ((NFIELDS,) if pt else ()),
+                shards=None if shards is None else shards + ((NFIELDS,) if pt else ()),
+                dtype="<f8",
+                fill_value=float("nan"),
+                serializer=BytesCodec(endian="little"),
+                compressors=_compressors(h.codec),
+                filters=None,
+                config={"write_empty_chunks": True},
+                dimension_names=("i", "j", "field") if pt else ("i", "j"),
+            )
+        self._compressor = _compressor(h.codec)
+        self._digest = _Digest(["points", *h.extras])
+        self._next = (0, 0)
+        self._done = False
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=2)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, name=f"write-{path.name}", daemon=True)
+        self._thread.start()
+
+    def __enter__(self) -> TableWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if not self._done:
+            self.abort()
+
+    # -- background hashing and writing ------------------------------------------------------------
+
+    def _drain(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if self._error is not None:
+                continue
+            try:
+                digests, files = item
+                for name, rec in digests:
+                    self._digest.update(name, rec)
+                for path, parts in files:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                    try:
+                        for i in range(0, len(parts), 1024):  # IOV_MAX
+                            _writev_all(fd, parts[i:i + 1024])
+                    finally:
+                        os.close(fd)
+            except BaseException as exc:  # reported to the producer at its next call
+                self._error = exc
+
+    def _put(self, item: Any) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put(item)
+
+    def _stop(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    # -- encoding ----------------------------------------------------------------------------------
+
+    def _encode_span(self, name: str, ri: int, rj0: int, rj1: int, arr: np.ndarray) -> tuple[list, list]:
+        h = self.header
+        up, vp, nrec = h.u_pts, h.v_pts, rj1 - rj0
+        tail = (NFIELDS,) if name == "points" else ()
+        nu, nv = arr.shape[:2]
+        if (nu, nv) != (up, nrec * vp):  # short last row/column: pad records with the fill value
+            padded = np.full((up, nrec * vp) + tail, np.nan)
+            padded[:nu, :nv] = arr
+            arr = padded
+        recs = np.ascontiguousarray(arr.reshape((up, nrec, vp) + tail).swapaxes(0, 1), dtype="<f8")
+        # digest over the records' valid points, in record order
+        if (nu, nv) == (up, nrec * vp):
+            digests = [(name, recs)]
+        else:
+            digests = [(name, recs[r, :nu, :min(vp, nv - r * vp)]) for r in range(nrec)]
+        encoded = []
+        for r in range(nrec):
+            payload = recs[r] if self._compressor is None else np.frombuffer(
+                self._compressor.encode(recs[r]), dtype=np.uint8)
+            encoded.append((payload, google_crc32c.value(payload).to_bytes(4, "little")))
+        base = self._tmp / name / "c" / str(ri)
+        leaf = ("0",) if name == "points" else ()
+        files = []
+        if not h.shard_records:
+            for r, (payload, crc) in enumerate(encoded):
+                files.append((base.joinpath(str(rj0 + r), *leaf), [payload, crc]))
+            return digests, files
+        k = h.shard_records
+        index = np.full((k, 2), _UNWRITTEN, dtype="<u8")
+        parts: list[Any] = []
+        offset = 0
+        for r, (payload, crc) in enumerate(encoded):
+            n = payload.nbytes + 4
+            index[r] = (offset, n)
+            parts += [payload, crc]
+            offset += n
+        parts += [index, google_crc32c.value(index).to_bytes(4, "little")]
+        files.append((base.joinpath(str(rj0 // k), *leaf), parts))
+        return digests, files
+
+    def write_records(self, ri: int, rj0: int, rj1: int, points: np.ndarray,
+                      extras: Mapping[str, np.ndarray] | None = None) -> None:
+        """Write records ``(ri, rj0) .. (ri, rj1-1)``.
+
+        ``points`` has shape ``(nu, nv, 14)`` covering exactly those records' points; extra fields
+        have shape ``(nu, nv)``. Spans must come in record order and, when sharded, start and end on
+        shard boundaries (or the end of the row).
+        """
+        h = self.header
+        if (ri, rj0) != self._next:
+            raise ValueError(f"records must be written in order: expected {self._next}, got {(ri, rj0)}")
+        k = h.shard_records
+        if k and (rj0 % k or (rj1 % k and rj1 != h.n_rec_v)):
+            raise ValueError(f"span [{rj0}, {rj1}) is not aligned to shards of {k} records")
+        if not rj0 < rj1 <= h.n_rec_v:
+            raise ValueError(f"span [{rj0}, {rj1}) outside the record grid")
+        i0, i1, j0, j1 = h.block_points(RecordBlock(ri, ri + 1, rj0, rj1))
+        extras = dict(extras or {})
+        if set(extras) != set(h.extras):
+            raise ValueError(f"extra fields {sorted(extras)} differ from the header's {list(h.extras)}")
+        data = {"points": points, **{e: extras[e] for e in h.extras}}
+        digests: list[Any] = []
+        files: list[Any] = []
+        for name, arr in data.items():
+            want = (i1 - i0, j1 - j0) + ((NFIELDS,) if name == "points" else ())
+            if arr.shape != want:
+                raise ValueError(f"{name}: shape {arr.shape}, expected {want}")
+            step = k or (rj1 - rj0)
+            for a in range(rj0, rj1, step):
+                b = min(a + step, rj1)
+                d, f = self._encode_span(name, ri, a, b, arr[:, (a - rj0) * h.v_pts:(b - rj0) * h.v_pts])
+                digests += d
+                files += f
+        # The digest hashes all of "points" before each extra array: keep per-array order.
+        self._put((digests, files))
+        self._next = (ri, rj1) if rj1 < h.n_rec_v else (ri + 1, 0)
+
+    def commit(self) -> Table:
+        """Write the header and publish the table under its final name."""
+        h = self.header
+        if self._next != (h.n_rec_u, 0):
+            raise ValueError(f"table incomplete: next record to write is {self._next}")
+        self._stop()
+        if self._error is not None:
+            raise self._error
+        self.header = replace(h, digest=self._digest.hexdigest(),
+                              created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        self._group.attrs["surface"] = self.header.to_dict()
+        old = None
+        if self.path.exists():
+            if not self._overwrite:
+                raise TableExists(f"{self.path} exists (use overwrite)")
+            old = self.path.parent / f".{self.path.name}.old-{uuid.uuid4().hex[:8]}"
+            os.rename(self.path, old)
+        os.rename(self._tmp, self.path)
+        self._done = True
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return Table(self.path)
+
+    def abort(self) -> None:
+        """Remove everything written so far."""
+        self._done = True
+        self._stop()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+def _writev_all(fd: int, parts: Sequence[Any]) -> None:
+    views = [memoryview(p).cast("B") for p in parts]
+    while views:
+        n = os.writev(fd, views)
+        while views and n >= len(views[0]):
+            n -= len(views.pop(0))
+        if views and n:
+            views[0] = views[0][n:]
+
+
+def _auto_shard(u_pts: int, v_pts: int, n_rec_u: int, n_rec_v: int) -> int:
+    if n_rec_u * n_rec_v <= SHARD_AUTO_RECORDS:
+        return 0
+    per = max(1, SHARD_TARGET_BYTES // (u_pts * v_pts * NFIELDS * 8))
+    return int(min(per, n_rec_v))
+
+
+def create_table(path: str | os.PathLike[str], *, u_npts: int, v_npts: int, u_pts: int, v_pts: int,
+                 u0: float, v0: float, du: float, dv: float, source: Mapping[str, Any] | None = None,
+                 codec: str = DEFAULT_CODEC, shard: int | str = "auto", normal_sign: int = 1,
+                 extras: Sequence[str] = (), overwrite: bool = False) -> TableWriter:
+    """Start writing a table at ``path`` (a folder, conventionally ``NAME.zarr``).
+
+    Parameters
+    ----------
+    u_npts, v_npts : points of the grid in u and v (each >= 2).
+    u_pts, v_pts : points per record in u and v (1 <= u_pts <= u_npts).
+    u0, v0, du, dv : the parameter grid ``u_i = u0 + i*du`` (units of the family's parameters).
+    shard : records per shard along v, 0 for no sharding, or ``"auto"`` (shard when the table has
+        more than 4096 records, about 16 MB per shard).
+    normal_sign : +1 if ``n = tu x tv / |tu x tv|``, -1 if the outward side is the other one.
+    """
+    path = Path(path)
+    validate_table_name(table_name(path))
+    if codec not in CODECS:
+        raise ValueError(f"unknown codec {codec!r}; choose one of {', '.join(CODECS)}")
+    if u_npts < 2 or v_npts < 2:
+        raise ValueError(f"grid {u_npts} x {v_npts} is smaller than 2 x 2")
+    if not (1 <= u_pts <= u_npts and 1 <= v_pts <= v_npts):
+        raise ValueError(f"record {u_pts} x {v_pts} is empty or larger than the grid {u_npts} x {v_npts}")
+    if not all(math.isfinite(x) for x in (u0, v0, du, dv)) or du <= 0 or dv <= 0:
+        raise ValueError(f"invalid parameter grid u0={u0}, v0={v0}, du={du}, dv={dv}")
+    if normal_sign not in (1, -1):
+        raise ValueError("normal_sign must be +1 or -1")
+    for e in extras:
+        validate_table_name(e)
+        if e == "points":
+            raise ValueError("'points' is not a valid extra field name")
+    if path.exists() and not overwrite:
+        raise TableExists(f"output {path} exists (use --overwrite to replace it)")
+    n_rec_u, n_rec_v = -(-u_npts // u_pts), -(-v_npts // v_pts)
+    k = _auto_shard(u_pts, v_pts, n_rec_u, n_rec_v) if shard == "auto" else int(shard)
+    if k < 0:
+        raise ValueError(f"shard must be >= 0, got {k}")
+    k = min(k, n_rec_v)
+    header = Header(u_npts=u_npts, v_npts=v_npts, u_pts=u_pts, v_pts=v_pts, u0=float(u0), v0=float(v0),
+                    du=float(du), dv=float(dv), source=dict(source or {}), codec=codec, shard_records=k,
+                    normal_sign=normal_sign, extras=tuple(extras))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return TableWriter(path, header, overwrite)
+
+
+# -- verification ---------------------------------------------------------------------------------
+
+@dataclass
+class VerifyReport:
+    """Outcome of :func:`verify_table`: ``ok`` when the table is sound.
+
+    ``problems`` holds table-level findings; ``bad_records`` maps ``(ri, rj)`` to the reasons that
+    record failed.
+    """
+
+    path: str
+    digest_expected: str = ""
+    digest_actual: str = ""
+    problems: list[str] = field(default_factory=list)
+    bad_records: dict[tuple[int, int], list[str]] = field(default_factory=dict)
+    degenerate_points: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not self.bad_records
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "ok": self.ok, "digest_expected": self.digest_expected,
+                "digest_actual": self.digest_actual, "problems": self.problems,
+                "bad_records": [{"record": list(k), "reasons": v} for k, v in sorted(self.bad_records.items())],
+                "degenerate_points": self.degenerate_points}
+
+
+def check_points(p: np.ndarray, normal_sign: int, tol: float = 1e-9) -> tuple[list[str], int]:
+    """Physical checks of a block of points ``(..., 14)``.
+
+    Returns the failed checks and the number of points with a degenerate ``tu x tv`` (where the
+    family supplied an analytic normal, so the parallel test does not apply).
+    """
+    reasons = []
+    if not np.isfinite(p).all():
+        return ["non-finite values"], 0
+    n, tu, tv = p[..., 5:8], p[..., 8:11], p[..., 11:14]
+    if np.abs(np.linalg.norm(n, axis=-1) - 1.0).max(initial=0.0) > tol:
+        reasons.append("|n| != 1")
+    ltu, ltv = np.linalg.norm(tu, axis=-1), np.linalg.norm(tv, axis=-1)
+    if (np.abs(np.einsum("...k,...k", n, tu)) > tol * (1 + ltu)).any() or \
+       (np.abs(np.einsum("...k,...k", n, tv)) > tol * (1 + ltv)).any():
+        reasons.append("n not orthogonal to tu, tv")
+    c = np.cross(tu, tv)
+    lc = np.linalg.norm(c, axis=-1)
+    regular = lc > DEGENERATE_TOL * ltu.max(initial=0.0) * ltv.max(initial=0.0)
+    cos = np.einsum("...k,...k", n, c)[regular] / lc[regular]
+    if (cos * normal_sign < 1 - tol).any():
+        reasons.append("n not parallel to tu x tv" + (" (flipped)" if normal_sign < 0 else ""))
+    return reasons, int((~regular).sum())
+
+
+def verify_table(path: str | os.PathLike[str], progress: Any = None) -> VerifyReport:
+    """Check a table: header against arrays, every record present with a valid checksum, the
+    parameter grid, finite values, ``|n| = 1``, ``n`` orthogonal to ``tu`` and ``tv`` and parallel
+    to ``tu x tv``, and the digest recomputed from the data. ``progress(n)`` is called per record row.
+    """
+    report = VerifyReport(path=str(path))
+    table = open_table(path)
+    h = table.header
+    report.digest_expected = h.digest
+    try:
+        group = table.zarr_group()
+        for name in ("points", *h.extras):
+            arr = group[name]
+            want = (h.u_npts, h.v_npts) + ((NFIELDS,) if name == "points" else ())
+            if tuple(arr.shape) != want:
+                report.problems.append(f"array {name} has shape {tuple(arr.shape)}, header says {want}")
+            if tuple(arr.chunks[:2]) != (h.u_pts, h.v_pts):
+                report.problems.append(f"array {name} has records {tuple(arr.chunks[:2])}, "
+                                       f"header says {(h.u_pts, h.v_pts)}")
+    except Exception as exc:
+        report.problems.append(f"arrays unreadable through zarr: {exc!r}")
+    if report.problems:
+        return report
+    digest = _Digest(["points", *h.extras])
+    for ri in range(h.n_rec_u):
+        for rj in range(h.n_rec_v):
+            for name in ("points", *h.extras):
+                try:
+                    rec = table.read_record(ri, rj, name)
+                except RecordCorrupt as exc:
+                    report.bad_records.setdefault((ri, rj), []).append(str(exc))
+                    rec = np.full((*h.record_extent(ri, rj),) + ((NFIELDS,) if name == "points" else ()),
+                                  np.nan)
+                    digest.update(name, rec)
+                    continue
+                digest.update(name, rec)
+                if name != "points":
+                    if not np.isfinite(rec).all():
+                        report.bad_records.setdefault((ri, rj), []).append(f"non-finite {name} values")
+                    continue
+                reasons, ndeg = check_points(rec, h.normal_sign)
+                report.degenerate_points += ndeg
+                i0, j0 = ri * h.u_pts, rj * h.v_pts
+                uu = h.u0 + (i0 + np.arange(rec.shape[0]))[:, None] * h.du
+                vv = h.v0 + (j0 + np.arange(rec.shape[1]))[None, :] * h.dv
+                if not reasons and (
+                        np.abs(rec[..., 0] - uu).max() > 1e-9 * (1 + abs(uu).max())
+                        or np.abs(rec[..., 1] - vv).max() > 1e-9 * (1 + abs(vv).max())):
+                    reasons.append("u, v fields differ from the header's parameter grid")
+                if reasons:
+                    report.bad_records.setdefault((ri, rj), []).extend(reasons)
+        if progress is not None:
+            progress(1)
+    report.digest_actual = digest.hexdigest()
+    if report.digest_actual != h.digest:
+        report.problems.append(f"digest mismatch: header {h.digest}, data {report.digest_actual}")
+    return report
