@@ -49,7 +49,7 @@ from surfacestore.format import (
 from surfacestore.errors import InvalidTableName
 
 __all__ = ["Placement", "SurfaceSpec", "load_spec", "parse_surface", "build_surface", "sample_points",
-           "spec_source"]
+           "spec_source", "is_current"]
 
 _GRID_KEYS = {"family", "grid", "record", "codec", "shard", "flip", "u_range", "v_range", "u_range_deg",
               "v_range_deg", "placement", "description"}
@@ -258,6 +258,22 @@ def spec_source(spec: SurfaceSpec) -> dict[str, Any]:
             "parameters": {k: v for k, v in spec.definition.items() if k not in _GRID_KEYS},
             "u_range": list(spec.u_range), "v_range": list(spec.v_range),
             "placement": spec.placement.to_dict(), "flip": spec.flip}
+
+
+def is_current(spec: SurfaceSpec, out_dir: str | Path) -> bool:
+    """True if ``out_dir/NAME.zarr`` is a table built from this same definition."""
+    import json
+
+    from surfacestore.errors import SurfaceStoreError
+    from surfacestore.format import open_table
+
+    try:
+        with open_table(Path(out_dir) / f"{spec.name}{TABLE_SUFFIX}") as t:
+            h = t.header
+    except SurfaceStoreError:
+        return False
+    return (h.source == json.loads(json.dumps(spec_source(spec)))
+            and (h.u_npts, h.v_npts, h.u_pts, h.v_pts) == (*spec.grid, *spec.record) and h.codec == spec.codec)
 
 
 def build_surface(spec: SurfaceSpec, out_dir: str | Path, *, overwrite: bool = False,

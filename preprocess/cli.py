@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from preprocess.build import build_surface, load_spec
+from preprocess.build import build_surface, is_current, load_spec
 from preprocess.errors import PreprocessError
 from surfacestore.errors import SurfaceStoreError
 from surfacestore.format import open_table, verify_table
@@ -31,14 +31,18 @@ def _progress_bar(total: int, desc: str, quiet: bool) -> Any:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    specs = load_spec(args.spec)
+    specs = [s for f in args.spec for s in load_spec(f)]
     if args.only:
         missing = set(args.only) - {s.name for s in specs}
         if missing:
-            raise PreprocessError(f"{args.spec}: no surface named {', '.join(sorted(missing))}")
+            raise PreprocessError(f"{', '.join(map(str, args.spec))}: no surface named {', '.join(sorted(missing))}")
         specs = [s for s in specs if s.name in args.only]
     built = []
     for spec in specs:
+        if args.skip_existing and is_current(spec, args.out):
+            if not args.json:
+                print(f"up to date: {spec.name}")
+            continue
         n_rec = -(-spec.grid[0] // spec.record[0]) * -(-spec.grid[1] // spec.record[1])
         with _progress_bar(n_rec, spec.name, args.json) as bar, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -114,10 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("build", help="sample the surfaces of a TOML definition into tables")
-    b.add_argument("spec", type=Path, help="TOML file with [surfaces.NAME] tables")
+    b.add_argument("spec", type=Path, nargs="+", help="TOML file(s) with [surfaces.NAME] tables")
     b.add_argument("--out", type=Path, required=True, help="folder for the tables (NAME.zarr)")
     b.add_argument("--only", nargs="+", metavar="NAME", help="build only these surfaces")
     b.add_argument("--overwrite", action="store_true", help="replace existing tables")
+    b.add_argument("--skip-existing", action="store_true",
+                   help="skip tables already built from the same definition")
     b.add_argument("--json", action="store_true", help="print a JSON summary")
     b.set_defaults(func=_cmd_build)
 

@@ -6,13 +6,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
 from pathlib import Path
 
-from preprocess.build import build_surface, load_spec, spec_source
-from surfacestore.errors import SurfaceStoreError
+from preprocess.build import build_surface, is_current, load_spec
 from surfacestore.format import TABLE_SUFFIX, open_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,12 +22,7 @@ def ensure_sample_tables(out: Path, quiet: bool = False) -> list[Path]:
     for spec_file in sorted((ROOT / "sample_surfaces").glob("*.toml")):
         for spec in load_spec(spec_file):
             path = out / f"{spec.name}{TABLE_SUFFIX}"
-            try:
-                h = open_table(path).header
-                current = (h.source == json.loads(json.dumps(spec_source(spec)))
-                           and (h.u_npts, h.v_npts, h.u_pts, h.v_pts) == (*spec.grid, *spec.record))
-            except SurfaceStoreError:
-                current = False
+            current = is_current(spec, out)
             if not current:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")

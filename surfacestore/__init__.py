@@ -13,6 +13,7 @@ from surfacestore.errors import (
     TableCorrupt,
     TableExists,
     TableNotFound,
+    UnknownField,
 )
 from surfacestore.format import (
     FIELDS,
@@ -42,4 +43,5 @@ __all__ = [
     "RecordCorrupt",
     "RecordOutOfRange",
     "BlockTooLarge",
+    "UnknownField",
 ]

@@ -9,6 +9,7 @@
     ├── TableCorrupt                                       header or arrays unreadable or inconsistent
     │   └── RecordCorrupt                                  one record missing, truncated or failing its checksum
     ├── RecordOutOfRange         (also IndexError)         record indices outside the record grid
+    ├── UnknownField             (also KeyError)           no per-point array of that name
     └── BlockTooLarge            (also ValueError)         more records than a configured limit
 """
 
@@ -23,6 +24,7 @@ __all__ = [
     "RecordCorrupt",
     "RecordOutOfRange",
     "BlockTooLarge",
+    "UnknownField",
 ]
 
 
@@ -66,3 +68,7 @@ class RecordOutOfRange(SurfaceStoreError, IndexError):
 
 class BlockTooLarge(SurfaceStoreError, ValueError):
     """A block request for more records than the configured limit."""
+
+
+class UnknownField(SurfaceStoreError, KeyError):
+    """A per-point array name the table does not have."""

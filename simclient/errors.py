@@ -1,0 +1,55 @@
+"""Errors raised by :mod:`simclient`.
+
+::
+
+    SimClientError
+    ├── SourceError                  a surface source failed (names the surface, records, cause)
+    │   ├── SourceNotFound   (also FileNotFoundError)  no such table / 404
+    │   ├── SourceRequestError (also ValueError)       the request was refused (4xx other than 404)
+    │   ├── SourceUnavailable                          connection errors / 5xx after all retries
+    │   └── TableChanged                               the table was rebuilt during the run
+    ├── WindowError          (also ValueError)         a point outside the table, a bad extent
+    ├── ContactError                                   contact detection failed (not converged, left the table)
+    └── SimulationError                                the integrator failed
+"""
+
+from __future__ import annotations
+
+__all__ = ["SimClientError", "SourceError", "SourceNotFound", "SourceRequestError", "SourceUnavailable",
+           "TableChanged", "WindowError", "ContactError", "SimulationError"]
+
+
+class SimClientError(Exception):
+    """Root of every error raised by simclient."""
+
+
+class SourceError(SimClientError):
+    """A surface source failed."""
+
+
+class SourceNotFound(SourceError, FileNotFoundError):
+    """The table does not exist at the source."""
+
+
+class SourceRequestError(SourceError, ValueError):
+    """The source refused the request (bad parameters, out of range, unauthorized, too large)."""
+
+
+class SourceUnavailable(SourceError):
+    """The source could not be reached or kept failing after all retries."""
+
+
+class TableChanged(SourceError):
+    """The table's digest changed during the run (it was rebuilt under the same name)."""
+
+
+class WindowError(SimClientError, ValueError):
+    """A storage-window request that cannot be served (point outside the table, bad extent)."""
+
+
+class ContactError(SimClientError):
+    """Contact detection failed (Newton did not converge, the contact point left the table)."""
+
+
+class SimulationError(SimClientError):
+    """The integration failed."""

@@ -1,0 +1,285 @@
+"""The read-only HTTP surface store (DESIGN.md, "HTTP API, version 1").
+
+``create_app(settings)`` builds the FastAPI application: health, the table list, headers, records,
+blocks and windows of records as NPY bodies, and the raw Zarr v3 keys of every table under
+``/zarr/{name}/{key}`` so zarr-python can open a table over HTTP.
+
+Binary responses carry::
+
+    ETag             strong, from the table digest and the block (If-None-Match -> 304)
+    Cache-Control    no-cache: clients may keep a copy but revalidate, because a table may be
+                     rebuilt under the same name (its digest, hence the ETag, then changes)
+    X-Table-Digest   the digest of the table version the body comes from
+    X-Record-Start   "ri0,rj0": the block's first record
+    X-Record-Extent  "nri,nrj": records in u and v
+    X-Point-Start    "i0,j0": the grid index of the body's first point
+    Server-Timing    read (records from cache or disk) and encode durations
+
+Errors are JSON ``{"error": ..., "detail": ...}``: 401 missing/wrong token, 404 unknown table or
+key, 413 block larger than the limit, 422 bad or out-of-range parameters, 503 table unreadable.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from surfacestore.catalog import Catalog, RecordCache
+from surfacestore.errors import (
+    BlockTooLarge,
+    InvalidTableName,
+    RecordOutOfRange,
+    SurfaceStoreError,
+    TableCorrupt,
+    TableNotFound,
+    UnknownField,
+)
+from surfacestore.format import TABLE_SUFFIX, RecordBlock, Table, tune_allocator, window_block
+from surfacestore.settings import Settings
+
+__all__ = ["create_app", "create_app_from_env", "npy_bytes"]
+
+log = logging.getLogger("surfacestore")
+NPY = "application/x-npy"
+
+
+@functools.lru_cache(maxsize=256)
+def _npy_header(shape: tuple[int, ...], descr: str) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buf.getvalue()
+
+
+def npy_bytes(arr: np.ndarray) -> bytes:
+    """``arr`` serialised as an NPY file (readable by ``numpy.load``), with a single copy."""
+    arr = np.ascontiguousarray(arr)
+    return b"".join((_npy_header(arr.shape, np.lib.format.dtype_to_descr(arr.dtype)), memoryview(arr).cast("B")))
+
+
+class _Unauthorized(Exception):
+    pass
+
+
+class _BadParameter(Exception):
+    pass
+
+
+def _int(raw: str | None, name: str, minimum: int = 0) -> int:
+    if raw is None:
+        raise _BadParameter(f"{name}: missing")
+    try:
+        value = int(raw)
+    except ValueError:
+        raise _BadParameter(f"{name}: not an integer: {raw!r}") from None
+    if value < minimum:
+        raise _BadParameter(f"{name}: must be >= {minimum}, got {value}")
+    return value
+
+
+def _array(request: Request) -> str:
+    array = request.query_params.get("array", "points")
+    if not (0 < len(array) <= 128 and all(c.isascii() and (c.isalnum() or c in "-_.") for c in array)):
+        raise _BadParameter(f"array: invalid name {array!r}")
+    return array
+
+
+_PARAM_DOCS = {
+    "ri0": "first record in u", "ri1": "end record in u (exclusive)", "rj0": "first record in v",
+    "rj1": "end record in v (exclusive)", "ri": "centre record in u", "rj": "centre record in v",
+    "wu": "window extent in records (u)", "wv": "window extent in records (v)",
+    "array": "'points' (default) or an extra per-point field",
+}
+
+
+def _params_doc(*names: str) -> dict[str, Any]:
+    return {"parameters": [{"name": n, "in": "query", "required": n != "array", "description": _PARAM_DOCS[n],
+                            "schema": {"type": "string" if n == "array" else "integer"}} for n in names]}
+
+
+def _error(status: int, error: str, detail: str) -> JSONResponse:
+    return JSONResponse({"error": error, "detail": detail}, status_code=status)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the store for ``settings`` (default: from the environment)."""
+    settings = settings or Settings.from_env()
+    app = FastAPI(title="surfacestore", version="1", docs_url="/docs", redoc_url=None)
+    app.state.settings = settings
+    app.state.catalog = Catalog(settings.root, RecordCache(int(settings.cache_mb * 2**20)))
+
+    async def catalog() -> Catalog:  # async: a sync dependency would cost a thread-pool hop
+        return app.state.catalog  # type: ignore[no-any-return]
+
+    async def require_token(request: Request) -> None:
+        if settings.token is None:
+            return
+        if request.headers.get("authorization", "") != f"Bearer {settings.token}":
+            raise _Unauthorized()
+
+    # -- errors ------------------------------------------------------------------------------------
+
+    @app.exception_handler(_Unauthorized)
+    async def _unauthorized(request: Request, exc: _Unauthorized) -> JSONResponse:
+        r = _error(401, "unauthorized", "this store requires 'Authorization: Bearer <token>'")
+        r.headers["WWW-Authenticate"] = "Bearer"
+        return r
+
+    @app.exception_handler(SurfaceStoreError)
+    async def _store_error(request: Request, exc: SurfaceStoreError) -> JSONResponse:
+        if isinstance(exc, (TableNotFound, InvalidTableName)):
+            return _error(404, "not_found", str(exc))
+        if isinstance(exc, BlockTooLarge):
+            return _error(413, "block_too_large", str(exc))
+        if isinstance(exc, RecordOutOfRange):
+            return _error(422, "out_of_range", str(exc))
+        if isinstance(exc, UnknownField):
+            return _error(422, "invalid_parameters", str(exc))
+        if isinstance(exc, TableCorrupt):
+            log.error("table unreadable: %s", exc)
+            return _error(503, "table_unreadable", str(exc))
+        log.exception("store error on %s", request.url.path)
+        return _error(500, "internal", str(exc))
+
+    @app.exception_handler(_BadParameter)
+    async def _bad_parameter(request: Request, exc: _BadParameter) -> JSONResponse:
+        return _error(422, "invalid_parameters", str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        detail = "; ".join(f"{'.'.join(str(x) for x in e['loc'][1:])}: {e['msg']}" for e in exc.errors())
+        return _error(422, "invalid_parameters", detail)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, "not_found" if exc.status_code == 404 else "http_error", str(exc.detail))
+
+    @app.exception_handler(ValueError)
+    async def _value(request: Request, exc: ValueError) -> JSONResponse:
+        return _error(422, "invalid_parameters", str(exc))
+
+    # -- endpoints ---------------------------------------------------------------------------------
+
+    @app.get("/v1/health")
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "root": str(settings.root), "cache": app.state.catalog.cache.stats()}
+
+    auth = [Depends(require_token)]
+
+    @app.get("/v1/surfaces", dependencies=auth)
+    async def list_surfaces(cat: Catalog = Depends(catalog)) -> list[dict[str, Any]]:
+        def scan() -> list[dict[str, Any]]:
+            out = []
+            for name in cat.names():
+                try:
+                    h = cat.get(name).header
+                except SurfaceStoreError:
+                    continue
+                out.append({"name": name, "shape": [h.u_npts, h.v_npts, 14], "records": [h.n_rec_u, h.n_rec_v],
+                            "record_points": [h.u_pts, h.v_pts], "digest": h.digest})
+            return out
+
+        return await run_in_threadpool(scan)
+
+    @app.get("/v1/surfaces/{name}", dependencies=auth)
+    async def header(name: str, request: Request, cat: Catalog = Depends(catalog)) -> Response:
+        table = await run_in_threadpool(cat.get, name)
+        etag = f'"{table.header.digest.removeprefix("sha256:")}"'
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers={"ETag": etag, "Cache-Control": "no-cache"})
+        return JSONResponse(table.header.to_dict(), headers={"ETag": etag, "Cache-Control": "no-cache"})
+
+    async def _block_response(name: str, block: RecordBlock, array: str, request: Request,
+                              cat: Catalog) -> Response:
+        t0 = time.perf_counter()
+        if block.n_records > settings.max_block_records:
+            raise BlockTooLarge(f"{name}: {block.n_records} records requested, the limit is "
+                                f"{settings.max_block_records}")
+        # Records in the cache are served on the event loop (a stat of the header, no data read);
+        # anything that needs disk reads goes to the thread pool.
+        table = cat.get(name)
+        data = cat.cached_block(table, block, array)
+        if data is None:
+            table, data = await run_in_threadpool(cat.read_block, name, block, array)
+        h = table.header
+        etag = (f'"{h.digest.removeprefix("sha256:")[:32]}.{array}.{block.ri0}-{block.ri1}.'
+                f'{block.rj0}-{block.rj1}"')
+        i0, _, j0, _ = h.block_points(block)
+        headers = {"ETag": etag, "Cache-Control": "no-cache", "X-Table-Digest": h.digest,
+                   "X-Record-Start": f"{block.ri0},{block.rj0}",
+                   "X-Record-Extent": f"{block.ri1 - block.ri0},{block.rj1 - block.rj0}",
+                   "X-Point-Start": f"{i0},{j0}"}
+        t1 = time.perf_counter()
+        if request.headers.get("if-none-match") == etag:
+            headers["Server-Timing"] = f"read;dur={(t1 - t0) * 1e3:.3f}"
+            return Response(status_code=304, headers=headers)
+        body = npy_bytes(data)
+        t2 = time.perf_counter()
+        headers["Server-Timing"] = f"read;dur={(t1 - t0) * 1e3:.3f}, encode;dur={(t2 - t1) * 1e3:.3f}"
+        return Response(body, media_type=NPY, headers=headers)
+
+
+    # The three data endpoints parse their query parameters by hand: pydantic validation and
+    # dependency resolution cost more than serving a cached window (see README, store benchmark).
+    # The parameters are documented in the OpenAPI schema through ``openapi_extra``.
+
+    @app.get("/v1/surfaces/{name}/records/{ri}/{rj}", openapi_extra=_params_doc("array"))
+    async def record(name: str, ri: str, rj: str, request: Request) -> Response:
+        await require_token(request)
+        i, j = _int(ri, "ri"), _int(rj, "rj")
+        return await _block_response(name, RecordBlock(i, i + 1, j, j + 1), _array(request), request,
+                                     app.state.catalog)
+
+    @app.get("/v1/surfaces/{name}/block", openapi_extra=_params_doc("ri0", "ri1", "rj0", "rj1", "array"))
+    async def block(name: str, request: Request) -> Response:
+        await require_token(request)
+        q = request.query_params
+        blk = RecordBlock(*(_int(q.get(k), k) for k in ("ri0", "ri1", "rj0", "rj1")))
+        return await _block_response(name, blk, _array(request), request, app.state.catalog)
+
+    @app.get("/v1/surfaces/{name}/window", openapi_extra=_params_doc("ri", "rj", "wu", "wv", "array"))
+    async def window(name: str, request: Request) -> Response:
+        await require_token(request)
+        q = request.query_params
+        ri, rj = _int(q.get("ri"), "ri"), _int(q.get("rj"), "rj")
+        wu, wv = _int(q.get("wu"), "wu", 1), _int(q.get("wv"), "wv", 1)
+        cat: Catalog = app.state.catalog
+        blk = window_block(cat.get(name).header, ri, rj, wu, wv)
+        return await _block_response(name, blk, _array(request), request, cat)
+
+    @app.api_route("/zarr/{name}/{key:path}", methods=["GET", "HEAD"], dependencies=auth)
+    async def zarr_key(name: str, key: str, cat: Catalog = Depends(catalog)) -> Response:
+        table: Table = await run_in_threadpool(cat.get, name)
+        path = _zarr_path(cat.root / f"{name}{TABLE_SUFFIX}", key)
+        return FileResponse(path, media_type="application/json" if key.endswith(".json") else
+                            "application/octet-stream", headers={"Cache-Control": "no-cache",
+                                                                "X-Table-Digest": table.header.digest})
+
+    return app
+
+
+def _zarr_path(table_dir: Path, key: str) -> Path:
+    parts = key.split("/")
+    if not key or any(p in ("", ".", "..") or p.startswith(".") for p in parts) or "\\" in key:
+        raise TableNotFound(f"no key {key!r}")
+    real_dir = table_dir.resolve()
+    path = (table_dir / key).resolve()
+    if real_dir not in path.parents or not path.is_file():
+        raise TableNotFound(f"no key {key!r} in table {table_dir.name}")
+    return path
+
+
+def create_app_from_env() -> FastAPI:
+    """Factory for ``uvicorn --factory`` (worker processes read their settings from the environment)."""
+    tune_allocator()
+    return create_app(Settings.from_env())
