@@ -1,0 +1,146 @@
+"""Point contact between two tabulated surfaces by the common-normal conditions (geometry only).
+
+A :class:`ContactPair` finds, for the current poses, the points ``P_i`` on surface i and ``P_j`` on
+surface j where both normals are collinear with ``d = P_j - P_i`` (thesis 6.19-6.20), by a damped
+Newton solve warm-started from the previous solution, or from a coarse search over the windows'
+points when there is none. It returns a :class:`Contact` (no force: force laws live elsewhere).
+
+Sign convention (the thesis' 2D and 3D conventions differ; this is the one used throughout):
+``normal`` is the unit outward normal of surface j at ``P_j`` (global frame, pointing from j
+towards i), and ``indentation = (P_j - P_i) . normal``: positive when the surfaces overlap,
+negative (minus the gap) when they are apart. The indentation rate, positive while approaching,
+is ``(v_i(P_i) - v_j(P_j)) . (-normal)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from simclient import kernels
+from simclient.errors import ContactError
+from simclient.window import StorageWindow
+
+__all__ = ["Contact", "ContactPair", "indentation_rate"]
+
+NORMALS_ALIGNED = len(kernels.STATUS)
+_STATUS = (*(kernels.STATUS[k] for k in range(len(kernels.STATUS))), "normals point the same way")
+
+
+class Contact:
+    """Result of a contact evaluation (global frame, SI units).
+
+    ``status`` is one of ``converged``, ``not converged``, ``singular Jacobian``,
+    ``left table i``, ``left table j``, ``normals point the same way`` (a surface whose outward
+    side is the wrong one); only a converged contact carries meaningful geometry.
+    ``params`` = ``(u_i, v_i, u_j, v_j)``; ``point_i``, ``point_j`` (m); ``normal`` (unit, outward
+    of surface j); ``indentation`` (m, positive when overlapping); ``residual`` (|F|, m^2 per unit
+    parameter); ``normal_i`` (unit outward normal of surface i at ``point_i``).
+    """
+
+    __slots__ = ("status", "iterations", "params", "_d")
+
+    def __init__(self, status: str, iterations: int, params: np.ndarray, data: np.ndarray) -> None:
+        self.status, self.iterations, self.params, self._d = status, iterations, params, data
+
+    point_i = property(lambda self: self._d[0:3])
+    point_j = property(lambda self: self._d[3:6])
+    normal = property(lambda self: self._d[6:9])
+    normal_i = property(lambda self: self._d[11:14])
+    indentation = property(lambda self: float(self._d[9]))
+    residual = property(lambda self: float(self._d[10]))
+
+    @property
+    def converged(self) -> bool:
+        return self.status == "converged"
+
+    @property
+    def in_contact(self) -> bool:
+        return self.converged and self.indentation > 0.0
+
+    def __repr__(self) -> str:
+        return (f"Contact({self.status}, {self.iterations} it, indentation={self.indentation:.6e} m, "
+                f"point_i={self.point_i.tolist()}, normal={self.normal.tolist()})")
+
+
+def indentation_rate(contact: Contact, v_i: np.ndarray, v_j: np.ndarray) -> float:
+    """Rate of indentation (m/s, positive while approaching) from the velocities of the two
+    bodies' material points at the contact (global frame)."""
+    return float(np.dot(np.asarray(v_j) - np.asarray(v_i), contact.normal))
+
+
+class ContactPair:
+    """Contact detection between the surfaces read by ``window_i`` and ``window_j``.
+
+    Both windows must use the same interpolation. ``tol`` is the Newton convergence tolerance in
+    grid cells; ``max_step`` the largest Newton step in cells.
+    """
+
+    def __init__(self, window_i: StorageWindow, window_j: StorageWindow, *, max_iter: int = 30,
+                 tol: float = 1e-9, max_step: float = 4.0, coarse_points: int = 64) -> None:
+        if window_i.mode != window_j.mode:
+            raise ValueError("both windows must use the same interpolation")
+        self.wi, self.wj = window_i, window_j
+        self.max_iter, self.tol, self.max_step = max_iter, tol, max_step
+        self.coarse_points = coarse_points
+        self.x: np.ndarray | None = None  # last converged (u_i, v_i, u_j, v_j)
+        self.work = np.empty(160)
+        self.ints = np.concatenate([window_i.ip, window_j.ip, [window_i.mode, max_iter]]).astype(np.int64)
+        self.flts = np.concatenate([window_i.fp, window_j.fp, [tol, max_step]])
+        self.evaluations = 0
+        self.newton_iterations = 0
+        self.coarse_searches = 0
+
+    def coarse_guess(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> np.ndarray:
+        """Initial (u_i, v_i, u_j, v_j) from the windows' points: for every point of window i the
+        nearest point of window j, keeping the pair of largest indentation along j's normal."""
+        self.coarse_searches += 1
+        pi = _strided(self.wi.points(), self.coarse_points)
+        pj = _strided(self.wj.points(), self.coarse_points)
+        Pi = pi[:, 2:5] @ R_i.T + c_i
+        Pj = pj[:, 2:5] @ R_j.T + c_j
+        Nj = pj[:, 5:8] @ R_j.T
+        _, k = cKDTree(Pj).query(Pi)
+        depth = np.einsum("ij,ij->i", Pj[k] - Pi, Nj[k])
+        a = int(np.argmax(depth))
+        return np.array([pi[a, 0], pi[a, 1], pj[k[a], 0], pj[k[a], 1]])
+
+    def detect(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray,
+               strict: bool = False) -> Contact:
+        """Contact for surface poses ``(R, c)`` (a table point ``s`` is at ``c + R s``).
+
+        Windows are updated by the thesis' rule for the initial guess, and again whenever a Newton
+        iterate leaves a window. With ``strict``, a failure raises :class:`ContactError`.
+        """
+        x = self.x.copy() if self.x is not None else self.coarse_guess(R_i, c_i, R_j, c_j)
+        self.evaluations += 1
+        wi, wj, solve = self.wi, self.wj, kernels.solve_contact
+        it_total = 0
+        for _ in range(8):
+            if wi.update(x[0], x[1]) | wj.update(x[2], x[3]):
+                self.ints[0:8], self.ints[8:16] = wi.ip, wj.ip
+            status, it = solve(wi.buffer, wj.buffer, self.ints, self.flts, R_i, c_i, R_j, c_j, x, self.work)
+            it_total += it
+            if status != kernels.LEFT_WINDOW_I and status != kernels.LEFT_WINDOW_J:
+                break
+        self.newton_iterations += it_total
+        d = self.work[:16].copy()
+        if status == kernels.CONVERGED and d[6] * d[11] + d[7] * d[12] + d[8] * d[13] > 0.0:
+            status = NORMALS_ALIGNED  # a wrong-way normal: the surfaces cannot touch here
+        contact = Contact(_STATUS[status], it_total, x.copy(), d)
+        if status == kernels.CONVERGED:
+            self.x = x
+        elif strict:
+            raise ContactError(f"contact {self.wi.name} / {self.wj.name}: {contact.status} after {it_total} "
+                               f"iterations at (u_i, v_i, u_j, v_j) = {x.tolist()}, |F| = {contact.residual:.3e}")
+        return contact
+
+    def reset(self) -> None:
+        """Forget the warm start (the next evaluation starts from a coarse search)."""
+        self.x = None
+
+
+def _strided(points: np.ndarray, n: int) -> np.ndarray:
+    su = max(1, points.shape[0] // n)
+    sv = max(1, points.shape[1] // n)
+    return points[::su, ::sv].reshape(-1, points.shape[-1])
