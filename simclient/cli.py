@@ -33,9 +33,82 @@ def _bench_store(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_contact(args: argparse.Namespace) -> int:
+    from simclient.bench_contact import format_contact_bench, run_contact_bench
+    from simclient.demo import ensure_sample_tables
+
+    ensure_sample_tables(args.tables, quiet=True)
+    res = run_contact_bench(args.tables, quick=args.quick)
+    print(json.dumps(res, indent=2) if args.json else format_contact_bench(res))
+    return 0
+
+
+def _extent(text: str) -> tuple[int, int]:
+    try:
+        a, b = text.lower().split("x")
+        return int(a), int(b)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"window extent must look like 3x9, got {text!r}") from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from simclient.scenarios import BallParams, bouncing_ball, dump, locate
+
+    if args.scenario != "bouncing-ball":
+        raise SimClientError(f"scenario {args.scenario!r} is not available yet; available: bouncing-ball")
+    kw = {"token": args.token} if args.token else {}
+    params = BallParams(law=args.law, cr=args.cr, t_end=args.t_end, **({"K": args.K} if args.K else {}))
+    say = _say(args.json or not sys.stderr.isatty())
+    summary = bouncing_ball(locate(args.ball, args.store, args.tables), locate(args.ground, args.store, args.tables),
+                            params=params, window_ball=args.window_ball, window_ground=args.window_ground,
+                            interpolation=args.interpolation, method=args.method, source_kwargs=kw,
+                            keep=args.out is not None, progress=None)
+    if args.out is not None:
+        from simclient.report import save_bouncing_ball
+
+        files = save_bouncing_ball(summary, args.out)
+        summary["outputs"] = [str(f) for f in files]
+        say(f"wrote {', '.join(str(f) for f in files)}")
+    if args.json:
+        print(dump(summary))
+    else:
+        a = summary["analytic"]
+        print(f"bouncing-ball ({summary['law']}, {summary['method']}, {summary['interpolation']}): "
+              f"{summary['impacts']} impacts at {', '.join(f'{t:.4f}' for t in summary['impact_times_s'])} s")
+        print(f"  max indentation {', '.join(f'{d * 1e6:.3f}' for d in summary['max_indentation_m'])} um "
+              f"(Hertz closed form {a['max_indentation'] * 1e6:.3f} um)")
+        print(f"  energy drift {summary['energy_drift']:.2e}; {summary['steps']} steps, "
+              f"{summary['rhs_evaluations']} rhs evaluations, {summary['wall_s']:.3f} s wall")
+        for name, st in summary["windows"].items():
+            print(f"  window {name} {st['extent'][0]}x{st['extent'][1]}: {st['updates']} updates, "
+                  f"{st['records_fetched']} records ({st['bytes_fetched'] / 1e6:.2f} MB) in {st['requests']} requests, "
+                  f"{st['wait_s'] * 1e3:.1f} ms waiting")
+    return 0 if summary["status"] == "ok" else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="simclient", description="Multibody contact against tabulated surfaces.")
     sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a scenario")
+    r.add_argument("scenario", choices=["bouncing-ball"])
+    src = r.add_mutually_exclusive_group()
+    src.add_argument("--store", help="base URL of a surface store (http://host:port)")
+    src.add_argument("--tables", type=Path, default=ROOT / "tables", help="folder of NAME.zarr tables")
+    r.add_argument("--token", help="bearer token for the store")
+    r.add_argument("--ball", default="ball", help="table name of the ball [ball]")
+    r.add_argument("--ground", default="ground", help="table name of the ground [ground]")
+    r.add_argument("--law", default="hertz", help="contact force law [hertz]")
+    r.add_argument("--cr", type=float, default=1.0, help="coefficient of restitution (dissipative laws)")
+    r.add_argument("--K", type=float, default=None, help="generalized stiffness, N/m^1.5 [5.5e9]")
+    r.add_argument("--window-ball", type=_extent, default=(3, 3), help="records, e.g. 3x3")
+    r.add_argument("--window-ground", type=_extent, default=(3, 9), help="records, e.g. 3x9")
+    r.add_argument("--interpolation", choices=["hermite", "bilinear"], default="hermite")
+    r.add_argument("--method", default="DOP853", help="solve_ivp method or rk4 [DOP853]")
+    r.add_argument("--t-end", type=float, default=0.4, help="seconds [0.4]")
+    r.add_argument("--out", type=Path, help="folder for histories (NPZ, CSV) and plots")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=_run)
+
     b = sub.add_parser("bench", help="benchmarks")
     bsub = b.add_subparsers(dest="bench", required=True)
     bs = bsub.add_parser("store", help="store latency and throughput over loopback")
@@ -43,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--quick", action="store_true")
     bs.add_argument("--json", action="store_true")
     bs.set_defaults(func=_bench_store)
+    bc = bsub.add_parser("contact", help="contact-evaluation cost and interpolation error")
+    bc.add_argument("--tables", type=Path, default=ROOT / "tables", help="sample tables (built if missing)")
+    bc.add_argument("--quick", action="store_true")
+    bc.add_argument("--json", action="store_true")
+    bc.set_defaults(func=_bench_contact)
     return p
 
 
@@ -51,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tune_allocator()
     try:
         return int(args.func(args))
-    except SimClientError as exc:
+    except (SimClientError, ValueError) as exc:
         print(f"simclient: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -17,8 +17,8 @@ tangents used in the contact conditions), ``T_u,u (15:18)``, ``T_u,v (18:21)``, 
 Interpolation modes: ``BILINEAR`` (the thesis, eq. 6.22: position, normal and both tangents
 interpolated bilinearly from the four corner points; the normal renormalised) and ``HERMITE``
 (bicubic Hermite patch from the corner positions and the stored partials ``tu``, ``tv``, with
-twist vectors estimated from the tangents along the cell edges; tangents and normal are the
-exact derivatives of the interpolated position, so the interpolant is C1).
+the twist at each node estimated by central differences of the stored tangents; tangents and
+normal are the exact derivatives of the interpolated position, and the interpolant is C1).
 """
 
 from __future__ import annotations
@@ -51,6 +51,19 @@ def _cell(x: float, lo: int, hi: int) -> int:
     if i > hi - 2:
         i = hi - 2
     return i
+
+
+@_jit
+def _twist(buf: np.ndarray, ip: np.ndarray, i: int, j: int, k: int, du: float, dv: float) -> float:
+    """Twist s_uv * du * dv (component k) at grid node (i, j): the mean of d(tu)/dv and d(tv)/du by
+    central differences (one-sided at the window's edges)."""
+    Bu, Bv = ip[0], ip[1]
+    jm, jp = max(j - 1, ip[4]), min(j + 1, ip[5] - 1)
+    im, ip_ = max(i - 1, ip[2]), min(i + 1, ip[3] - 1)
+    ii, jj = i % Bu, j % Bv
+    d_tu_dv = (buf[ii, jp % Bv, 8 + k] - buf[ii, jm % Bv, 8 + k]) / (jp - jm)  # per grid step in v
+    d_tv_du = (buf[ip_ % Bu, jj, 11 + k] - buf[im % Bu, jj, 11 + k]) / (ip_ - im)  # per grid step in u
+    return 0.5 * (d_tu_dv * du + d_tv_du * dv)
 
 
 @_jit
@@ -111,15 +124,13 @@ def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float
                               buf[i1, j1, 8 + k] * du)
         V00, V10, V01, V11 = (buf[i0, j0, 11 + k] * dv, buf[i1, j0, 11 + k] * dv, buf[i0, j1, 11 + k] * dv,
                               buf[i1, j1, 11 + k] * dv)
-        # twists (per unit a and b): secant slopes of the tangents along the cell's edges
-        Ta0 = U01 - U00  # d(s_a)/db along a = 0
-        Ta1 = U11 - U10
-        Tb0 = V10 - V00  # d(s_b)/da along b = 0
-        Tb1 = V11 - V01
-        W00 = 0.5 * (Ta0 + Tb0)
-        W10 = 0.5 * (Ta1 + Tb0)
-        W01 = 0.5 * (Ta0 + Tb1)
-        W11 = 0.5 * (Ta1 + Tb1)
+        # twists s_ab at the corners, estimated at each grid node from its neighbours (central
+        # differences of the stored tangents), so that cells sharing a node share its twist and the
+        # interpolant stays C1 across cell edges
+        W00 = _twist(buf, ip, i, j, k, du, dv)
+        W10 = _twist(buf, ip, i + 1, j, k, du, dv)
+        W01 = _twist(buf, ip, i, j + 1, k, du, dv)
+        W11 = _twist(buf, ip, i + 1, j + 1, k, du, dv)
         # S(a, b) = sum over corners of [h(a) h(b) P + g(a) h(b) U + h(a) g(b) V + g(a) g(b) W]
         s = 0.0
         sa = 0.0
@@ -285,7 +296,10 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
     tangents, also has roots wherever ``d = 0``, a whole curve when the surfaces overlap, which is
     exactly when contact matters; Newton is drawn to it and the Jacobian is singular there.
 
-    Converged when the Newton step is below ``tol`` grid cells in every parameter. Steps are
+    Converged when the Newton step is below ``tol`` grid cells in every parameter, or the scaled
+    residual (normals' misalignment in rad, distance off the normal in cells) is below ``tol``:
+    at the cell boundaries of a piecewise interpolant the Jacobian jumps and Newton may creep
+    there while the residual is already at round-off level. Steps are
     limited to ``max_step`` cells and halved (up to 6 times) while they make the merit
     ``sum (F_r / |T_r|)^2`` a hundred times worse.
 
@@ -380,7 +394,7 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
         if wj == 1:
             status = LEFT_WINDOW_J
             break
-        if lam * m < tol:
+        if lam * m < tol or math.sqrt(fn2) < tol:
             status = CONVERGED
             break
     for r in range(3):

@@ -167,7 +167,9 @@ class Header:
 
     Extensions to DESIGN's minimum: ``codec``, ``shard_records`` (records per shard along v, 0 when
     not sharded), ``normal_sign`` (+1 when n = tu x tv / |tu x tv|, -1 when the outward side was
-    flipped), ``extras`` (names of extra per-point arrays).
+    flipped), ``extras`` (names of extra per-point arrays), ``bbox`` (``[[xmin, ymin, zmin],
+    [xmax, ymax, zmax]]`` of the points, metres, surface frame) and ``rmax`` (largest distance of a
+    point from the surface frame's origin, metres): bounding volumes for broad-phase contact tests.
     """
 
     u_npts: int
@@ -185,6 +187,8 @@ class Header:
     shard_records: int = 0
     normal_sign: int = 1
     extras: tuple[str, ...] = ()
+    bbox: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
+    rmax: float | None = None
     format: str = FORMAT
     fields: tuple[str, ...] = FIELDS
 
@@ -232,6 +236,7 @@ class Header:
         d["fields"] = list(self.fields)
         d["extras"] = list(self.extras)
         d["source"] = dict(self.source)
+        d["bbox"] = None if self.bbox is None else [list(self.bbox[0]), list(self.bbox[1])]
         d.update(n_rec_u=self.n_rec_u, n_rec_v=self.n_rec_v, record_bytes=self.record_bytes)
         return d
 
@@ -247,6 +252,8 @@ class Header:
                 created=str(d.get("created", "")), codec=str(d.get("codec", DEFAULT_CODEC)),
                 shard_records=int(d.get("shard_records", 0)), normal_sign=int(d.get("normal_sign", 1)),
                 extras=tuple(d.get("extras", ())), fields=tuple(d["fields"]),
+                bbox=None if d.get("bbox") is None else (tuple(d["bbox"][0]), tuple(d["bbox"][1])),
+                rmax=None if d.get("rmax") is None else float(d["rmax"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise TableCorrupt(f"invalid table header: {exc!r}") from exc
@@ -541,6 +548,9 @@ class TableWriter:
             )
         self._compressor = _compressor(h.codec)
         self._digest = _Digest(["points", *h.extras])
+        self._lo = np.full(3, np.inf)
+        self._hi = np.full(3, -np.inf)
+        self._rmax = 0.0
         self._next = (0, 0)
         self._done = False
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=2)
@@ -652,6 +662,10 @@ class TableWriter:
         if set(extras) != set(h.extras):
             raise ValueError(f"extra fields {sorted(extras)} differ from the header's {list(h.extras)}")
         data = {"points": points, **{e: extras[e] for e in h.extras}}
+        xyz = points[..., 2:5].reshape(-1, 3)
+        np.minimum(self._lo, xyz.min(axis=0), out=self._lo)
+        np.maximum(self._hi, xyz.max(axis=0), out=self._hi)
+        self._rmax = max(self._rmax, float(np.sqrt(np.einsum("ij,ij->i", xyz, xyz).max())))
         digests: list[Any] = []
         files: list[Any] = []
         for name, arr in data.items():
@@ -677,6 +691,7 @@ class TableWriter:
         if self._error is not None:
             raise self._error
         self.header = replace(h, digest=self._digest.hexdigest(),
+                              bbox=(tuple(self._lo.tolist()), tuple(self._hi.tolist())), rmax=self._rmax,
                               created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
         self._group.attrs["surface"] = self.header.to_dict()
         old = None

@@ -175,7 +175,8 @@ def test_window_update_rule_and_strips(sample_tables):
     assert src.requests == before + 1 and w.block == RecordBlock(29, 32, 29, 32)
     # interpolation inside the window reproduces the table's nodes
     s = w.sample(h.u0 + 30 * 9 * h.du, h.v0 + 30 * 9 * h.dv)
-    np.testing.assert_allclose(s.point, [h.u0 + 270 * h.du, h.v0 + 270 * h.dv, 0], atol=1e-15)
+    # the sample ground maps (u, v) to (x, y) = (v, -u)
+    np.testing.assert_allclose(s.point, [h.v0 + 270 * h.dv, -(h.u0 + 270 * h.du), 0], atol=1e-15)
 
 
 def test_window_bad_input(sample_tables):
@@ -199,7 +200,7 @@ def test_window_bad_input(sample_tables):
     bad.source = Failing()
     before, block = bad.buffer.copy(), bad.block
     with pytest.raises(SourceError, match=r"ground: window update .* records \[.*connection reset"):
-        bad.update(-0.099, -0.049)
+        bad.update(-0.049, -0.099)
     assert bad.block == block and np.array_equal(bad.buffer, before, equal_nan=True)
     assert good.block == block
 

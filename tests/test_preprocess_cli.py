@@ -45,7 +45,9 @@ def test_sample_tables_match_the_thesis(sample_tables):
     np.testing.assert_allclose(p[5:8], [0, 0, -1], atol=1e-15)
     assert np.linalg.norm(np.cross(p[8:11], p[11:14])) > 0.9 * 0.02**2
     ground = open_table(sample_tables / "ground.zarr")
-    assert ground.header.u1 - ground.header.u0 == pytest.approx(0.2)
+    assert ground.header.u1 - ground.header.u0 == pytest.approx(0.1)  # across the travel
+    assert ground.header.v1 - ground.header.v0 == pytest.approx(0.2)  # along the travel (x)
+    np.testing.assert_allclose(ground.read_record(0, 36)[0, -1, 2:8], [0.1, 0.05, 0, 0, 0, 1], atol=1e-15)
     plateau = open_table(sample_tables / "plateau_medial.zarr").header
     assert (plateau.u1 - plateau.u0) * (plateau.v1 - plateau.v0) == pytest.approx(5535.36e-6)
 
