@@ -31,7 +31,8 @@ class Contact:
     """Result of a contact evaluation (global frame, SI units).
 
     ``status`` is one of ``converged``, ``not converged``, ``singular Jacobian``,
-    ``left table i``, ``left table j``, ``normals point the same way`` (a surface whose outward
+    ``left table i``, ``left table j``, ``left window i``, ``left window j`` (probes only),
+    ``normals point the same way`` (a surface whose outward
     side is the wrong one); only a converged contact carries meaningful geometry.
     ``params`` = ``(u_i, v_i, u_j, v_j)``; ``point_i``, ``point_j`` (m); ``normal`` (unit, outward
     of surface j); ``indentation`` (m, positive when overlapping); ``residual`` (|F|, m^2 per unit
@@ -106,18 +107,20 @@ class ContactPair:
         return np.array([pi[a, 0], pi[a, 1], pj[k[a], 0], pj[k[a], 1]])
 
     def detect(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray,
-               strict: bool = False) -> Contact:
+               strict: bool = False, update_windows: bool = True) -> Contact:
         """Contact for surface poses ``(R, c)`` (a table point ``s`` is at ``c + R s``).
 
         Windows are updated by the thesis' rule for the initial guess, and again whenever a Newton
-        iterate leaves a window. With ``strict``, a failure raises :class:`ContactError`.
+        iterate leaves a window. With ``update_windows=False`` (a probe) the windows stay where they
+        are and an iterate leaving one ends the solve with status ``left window i``/``j`` (the
+        warm start is kept). With ``strict``, a failure raises :class:`ContactError`.
         """
         x = self.x.copy() if self.x is not None else self.coarse_guess(R_i, c_i, R_j, c_j)
         self.evaluations += 1
         wi, wj, solve = self.wi, self.wj, kernels.solve_contact
         it_total = 0
-        for _ in range(8):
-            if wi.update(x[0], x[1]) | wj.update(x[2], x[3]):
+        for _ in range(8 if update_windows else 1):
+            if update_windows and (wi.update(x[0], x[1]) | wj.update(x[2], x[3])):
                 self.ints[0:8], self.ints[8:16] = wi.ip, wj.ip
             status, it = solve(wi.buffer, wj.buffer, self.ints, self.flts, R_i, c_i, R_j, c_j, x, self.work)
             it_total += it

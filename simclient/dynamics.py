@@ -22,17 +22,19 @@ separation event. ``simulate`` is the one front door: ``method`` is a scipy ``so
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numba
 import numpy as np
 from scipy.integrate import solve_ivp
 
 from simclient.contact import Contact, ContactPair
 from simclient.errors import ContactError, SimulationError
-from simclient.poses import L_matrix, rotation_matrix
+from simclient.poses import rotation_matrix
 from simclient.window import StorageWindow
 
 __all__ = ["Body", "Surface", "ContactModel", "MultibodySystem", "SimulationResult", "simulate"]
@@ -132,11 +134,24 @@ class MultibodySystem:
         self.gravity = np.asarray(gravity, float)
         self.loads = list(loads)
         self.rhs_evaluations = 0
-        self._pose: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         for b in self.bodies:
             if not b.fixed and (b.mass <= 0 or np.linalg.eigvalsh(b.inertia).min() <= 0):
                 raise ValueError(f"body {b.name}: mass and inertia must be positive")
-        self._Jinv = {id(b): np.linalg.inv(b.inertia) for b in self.free}
+        nb = len(self.bodies)
+        self._bidx = {id(b): k for k, b in enumerate(self.bodies)}
+        # poses of every body at the last state set: r (m), A, r' (m/s), omega (rad/s, global)
+        self._r, self._A = np.zeros((nb, 3)), np.tile(np.eye(3), (nb, 1, 1))
+        self._v, self._w = np.zeros((nb, 3)), np.zeros((nb, 3))
+        for k, b in enumerate(self.bodies):
+            if b.fixed:
+                self._r[k] = b.position
+                self._A[k] = rotation_matrix(b.euler / np.linalg.norm(b.euler))
+        self._free_idx = np.array([self._bidx[id(b)] for b in self.free], dtype=np.int64)
+        self._mass = np.array([b.mass for b in self.free])
+        self._J = np.array([b.inertia for b in self.free]).reshape(-1, 3, 3)
+        self._Jinv = np.array([np.linalg.inv(b.inertia) for b in self.free]).reshape(-1, 3, 3)
+        self._F, self._N = np.zeros((nb, 3)), np.zeros((nb, 3))
+        self._surface_poses: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     # -- state -------------------------------------------------------------------------------------
 
@@ -145,28 +160,26 @@ class MultibodySystem:
                                                b.omega]) for b in self.free]) if self.free else np.zeros(0)
 
     def set_state(self, y: np.ndarray) -> None:
-        """Poses and velocities of every body from the state vector (cached for the evaluation)."""
-        for b in self.bodies:
-            if b.fixed:
-                self._pose[id(b)] = (b.position, rotation_matrix(b.euler / np.linalg.norm(b.euler)),
-                                     np.zeros(3), np.zeros(3))
-                continue
-            k = 13 * self.index[id(b)]
-            p = y[k + 3:k + 7]
-            A = rotation_matrix(p / np.linalg.norm(p))
-            self._pose[id(b)] = (y[k:k + 3], A, y[k + 7:k + 10], A @ y[k + 10:k + 13])
+        """Poses and velocities of every body from the state vector (kept for the evaluation)."""
+        _poses(y, self._free_idx, self._r, self._A, self._v, self._w)
+        self._surface_poses.clear()
 
     def pose(self, body: Body) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(r, A, r', omega_global)`` of a body at the last state set."""
-        return self._pose[id(body)]
+        k = self._bidx[id(body)]
+        return self._r[k], self._A[k], self._v[k], self._w[k]
 
     def surface_pose(self, s: Surface) -> tuple[np.ndarray, np.ndarray]:
-        r, A, _, _ = self.pose(s.body)
-        return A @ s.rotation, r + A @ s.offset
+        """Global pose ``(R, c)`` of a surface frame at the last state set (eq. 6.17)."""
+        pose = self._surface_poses.get(id(s))
+        if pose is None:
+            r, A, _, _ = self.pose(s.body)
+            pose = self._surface_poses[id(s)] = (np.ascontiguousarray(A @ s.rotation), r + A @ s.offset)
+        return pose
 
     def velocity_at(self, body: Body, P: np.ndarray) -> np.ndarray:
-        r, _, v, w = self.pose(body)
-        return v + np.cross(w, P - r)
+        k = self._bidx[id(body)]
+        return _point_velocity(self._r[k], self._v[k], self._w[k], P)
 
     # -- contacts ----------------------------------------------------------------------------------
 
@@ -191,7 +204,7 @@ class MultibodySystem:
         Ri, ci = self.surface_pose(c.i)
         Rj, cj = self.surface_pose(c.j)
         assert c.pair is not None
-        return c.pair.detect(np.ascontiguousarray(Ri), ci, np.ascontiguousarray(Rj), cj, strict=True)
+        return c.pair.detect(Ri, ci, Rj, cj, strict=True)
 
     def indentation_rate(self, c: ContactModel, k: Contact) -> float:
         vi = self.velocity_at(c.i.body, k.point_i)
@@ -205,48 +218,47 @@ class MultibodySystem:
         f = c.law.force(k.indentation, rate, c.impact_velocity) if k.indentation > 0 else 0.0
         return k, rate, f
 
-    def gap(self, c: ContactModel, margin: float = 1e-3) -> float:
-        """Signed gap (m): minus the indentation; a bounding-volume bound while far apart."""
+    def gap(self, c: ContactModel, margin: float = 1e-3, probe: bool = False) -> float:
+        """Signed gap (m): minus the indentation; a bounding-volume bound while far apart.
+
+        A ``probe`` (event functions, energy) leaves the windows in place: integrators evaluate
+        events at trial states far beyond the contact onset, and following those would drag the
+        windows ahead of the bodies. If a probe's solve leaves a window, the gap at the window's
+        edge is returned, good enough for the sign an event function needs.
+        """
         bound = self.broad_gap(c)
         if bound is not None and bound > margin:
             return bound
-        return -self.detect(c).indentation
+        if not probe:
+            return -self.detect(c).indentation
+        Ri, ci = self.surface_pose(c.i)
+        Rj, cj = self.surface_pose(c.j)
+        assert c.pair is not None
+        k = c.pair.detect(Ri, ci, Rj, cj, update_windows=False)
+        if k.converged or k.status.startswith("left window"):
+            return -k.indentation
+        raise ContactError(f"contact {c.name}: {k.status} at (u_i, v_i, u_j, v_j) = {k.params.tolist()}")
 
     # -- equations of motion -----------------------------------------------------------------------
 
     def rhs(self, t: float, y: np.ndarray) -> np.ndarray:
         self.rhs_evaluations += 1
         self.set_state(y)
-        F = {id(b): b.mass * self.gravity.copy() for b in self.free}
-        N = {id(b): np.zeros(3) for b in self.free}  # global torques about the body origin
-
-        def apply(body: Body, P: np.ndarray, f: np.ndarray) -> None:
-            if body.fixed:
-                return
-            F[id(body)] += f
-            N[id(body)] += np.cross(P - self._pose[id(body)][0], f)
-
+        F, N = self._F, self._N  # global forces and torques about each body's origin
+        F[:] = 0.0
+        N[:] = 0.0
         for c in self.contacts:
             if not c.active:
                 continue
             k, _, f = self.contact_force(c)
             if f > 0.0:
-                apply(c.i.body, k.point_i, f * k.normal)
-                apply(c.j.body, k.point_j, -f * k.normal)
+                _apply(self._bidx[id(c.i.body)], k.point_i, f * k.normal, self._r, F, N)
+                _apply(self._bidx[id(c.j.body)], k.point_j, -f * k.normal, self._r, F, N)
         for load in self.loads:
             for body, P, f in load(t, self):
-                apply(body, P, f)
+                _apply(self._bidx[id(body)], np.asarray(P, float), np.asarray(f, float), self._r, F, N)
         dy = np.empty_like(y)
-        for b in self.free:
-            k = 13 * self.index[id(b)]
-            p = y[k + 3:k + 7]
-            w = y[k + 10:k + 13]
-            A = self._pose[id(b)][1]
-            dy[k:k + 3] = y[k + 7:k + 10]
-            dy[k + 3:k + 7] = 0.5 * L_matrix(p).T @ w - DRIFT_GAIN * (p @ p - 1.0) * p
-            dy[k + 7:k + 10] = F[id(b)] / b.mass
-            n_body = A.T @ N[id(b)]
-            dy[k + 10:k + 13] = self._Jinv[id(b)] @ (n_body - np.cross(w, b.inertia @ w))
+        _rates(y, self._free_idx, self._mass, self._J, self._Jinv, self.gravity, self._A, F, N, dy)
         return dy
 
     def energy(self, y: np.ndarray) -> float:
@@ -260,9 +272,84 @@ class MultibodySystem:
             e += 0.5 * b.mass * v @ v + 0.5 * w @ b.inertia @ w - b.mass * self.gravity @ y[k:k + 3]
         for c in self.contacts:
             if hasattr(c.law, "elastic_energy"):
-                g = self.gap(c)
+                g = self.gap(c, probe=True)
                 e += c.law.elastic_energy(-g)
         return e
+
+
+@numba.njit(cache=True)
+def _rotation(p: np.ndarray, A: np.ndarray) -> None:
+    """A(p) of eq. (6.3) with its factor 2, for p normalised on the fly."""
+    nn = math.sqrt(p[0] ** 2 + p[1] ** 2 + p[2] ** 2 + p[3] ** 2)
+    e0, e1, e2, e3 = p[0] / nn, p[1] / nn, p[2] / nn, p[3] / nn
+    A[0, 0] = 2 * (e0 * e0 + e1 * e1) - 1
+    A[0, 1] = 2 * (e1 * e2 - e0 * e3)
+    A[0, 2] = 2 * (e1 * e3 + e0 * e2)
+    A[1, 0] = 2 * (e1 * e2 + e0 * e3)
+    A[1, 1] = 2 * (e0 * e0 + e2 * e2) - 1
+    A[1, 2] = 2 * (e2 * e3 - e0 * e1)
+    A[2, 0] = 2 * (e1 * e3 - e0 * e2)
+    A[2, 1] = 2 * (e2 * e3 + e0 * e1)
+    A[2, 2] = 2 * (e0 * e0 + e3 * e3) - 1
+
+
+@numba.njit(cache=True)
+def _poses(y, free_idx, r, A, v, w) -> None:
+    for f in range(len(free_idx)):
+        b, k = free_idx[f], 13 * f
+        _rotation(y[k + 3:k + 7], A[b])
+        for a in range(3):
+            r[b, a] = y[k + a]
+            v[b, a] = y[k + 7 + a]
+        for a in range(3):
+            w[b, a] = A[b, a, 0] * y[k + 10] + A[b, a, 1] * y[k + 11] + A[b, a, 2] * y[k + 12]
+
+
+@numba.njit(cache=True)
+def _point_velocity(r, v, w, P) -> np.ndarray:
+    d0, d1, d2 = P[0] - r[0], P[1] - r[1], P[2] - r[2]
+    return np.array([v[0] + w[1] * d2 - w[2] * d1, v[1] + w[2] * d0 - w[0] * d2, v[2] + w[0] * d1 - w[1] * d0])
+
+
+@numba.njit(cache=True)
+def _apply(b, P, f, r, F, N) -> None:
+    d0, d1, d2 = P[0] - r[b, 0], P[1] - r[b, 1], P[2] - r[b, 2]
+    F[b, 0] += f[0]
+    F[b, 1] += f[1]
+    F[b, 2] += f[2]
+    N[b, 0] += d1 * f[2] - d2 * f[1]
+    N[b, 1] += d2 * f[0] - d0 * f[2]
+    N[b, 2] += d0 * f[1] - d1 * f[0]
+
+
+@numba.njit(cache=True)
+def _rates(y, free_idx, mass, J, Jinv, g, A, F, N, dy) -> None:
+    """Newton-Euler with Euler parameters for every free body (module docstring)."""
+    for f in range(len(free_idx)):
+        b, k = free_idx[f], 13 * f
+        e0, e1, e2, e3 = y[k + 3], y[k + 4], y[k + 5], y[k + 6]
+        w0, w1, w2 = y[k + 10], y[k + 11], y[k + 12]
+        pp = e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3 - 1.0
+        for a in range(3):
+            dy[k + a] = y[k + 7 + a]
+            dy[k + 7 + a] = F[b, a] / mass[f] + g[a]
+        # p' = 1/2 L^T w' - k (p.p - 1) p, with L^T w' = (-e.w', e x w' + e0 w')
+        dy[k + 3] = -0.5 * (e1 * w0 + e2 * w1 + e3 * w2) - DRIFT_GAIN * pp * e0
+        dy[k + 4] = 0.5 * (e2 * w2 - e3 * w1 + e0 * w0) - DRIFT_GAIN * pp * e1
+        dy[k + 5] = 0.5 * (e3 * w0 - e1 * w2 + e0 * w1) - DRIFT_GAIN * pp * e2
+        dy[k + 6] = 0.5 * (e1 * w1 - e2 * w0 + e0 * w2) - DRIFT_GAIN * pp * e3
+        # J' w'' = n' - w' x J' w', n' = A^T n
+        n = np.empty(3)
+        for a in range(3):
+            n[a] = A[b, 0, a] * N[b, 0] + A[b, 1, a] * N[b, 1] + A[b, 2, a] * N[b, 2]
+        h0 = J[f, 0, 0] * w0 + J[f, 0, 1] * w1 + J[f, 0, 2] * w2
+        h1 = J[f, 1, 0] * w0 + J[f, 1, 1] * w1 + J[f, 1, 2] * w2
+        h2 = J[f, 2, 0] * w0 + J[f, 2, 1] * w1 + J[f, 2, 2] * w2
+        n[0] -= w1 * h2 - w2 * h1
+        n[1] -= w2 * h0 - w0 * h2
+        n[2] -= w0 * h1 - w1 * h0
+        for a in range(3):
+            dy[k + 10 + a] = Jinv[f, a, 0] * n[0] + Jinv[f, a, 1] * n[1] + Jinv[f, a, 2] * n[2]
 
 
 def _normalize(system: MultibodySystem, y: np.ndarray) -> np.ndarray:
@@ -295,7 +382,7 @@ def simulate(system: MultibodySystem, t_end: float, *, method: str = "DOP853", r
     def make_event(c: ContactModel) -> Callable[[float, np.ndarray], float]:
         def ev(tt: float, yy: np.ndarray) -> float:
             system.set_state(yy)
-            return system.gap(c)
+            return system.gap(c, probe=True)
         ev.terminal = True  # type: ignore[attr-defined]
         ev.direction = 1.0 if c.active else -1.0  # type: ignore[attr-defined]
         return ev
