@@ -54,9 +54,23 @@ def _extent(text: str) -> tuple[int, int]:
 def _run(args: argparse.Namespace) -> int:
     from simclient.scenarios import BallParams, bouncing_ball, dump, locate
 
-    if args.scenario != "bouncing-ball":
-        raise SimClientError(f"scenario {args.scenario!r} is not available yet; available: bouncing-ball")
     kw = {"token": args.token} if args.token else {}
+    if args.scenario == "knee3d":
+        from simclient.scenarios import KneeParams, knee3d
+
+        names = ("condyle_medial", "condyle_lateral", "plateau_medial", "plateau_lateral")
+        summary = knee3d({n: locate(n, args.store, args.tables) for n in names}, window=args.window_ground,
+                         params=KneeParams(law=args.law), interpolation=args.interpolation,
+                         method=args.method if args.method != "DOP853" else "BDF", source_kwargs=kw)
+        if args.json:
+            print(dump(summary))
+        else:
+            print(f"knee3d: {summary['final_flexion_deg']:.1f} deg flexion at t = {summary['t_final_s']:.3f} s; "
+                  f"first contact {summary['first_contact']}; contact periods {summary['contacts']}; "
+                  f"largest ligament force {summary['peak_ligament']}; {summary['wall_s']:.2f} s wall")
+            print("  internal rotation [deg] by flexion: " + ", ".join(
+                f"{k}: {v:.1f}" for k, v in summary["internal_rotation_deg"].items()))
+        return 0 if summary["status"] == "ok" else 1
     params = BallParams(law=args.law, cr=args.cr, t_end=args.t_end, **({"K": args.K} if args.K else {}))
     say = _say(args.json or not sys.stderr.isatty())
     summary = bouncing_ball(locate(args.ball, args.store, args.tables), locate(args.ground, args.store, args.tables),
@@ -90,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="simclient", description="Multibody contact against tabulated surfaces.")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a scenario")
-    r.add_argument("scenario", choices=["bouncing-ball"])
+    r.add_argument("scenario", choices=["bouncing-ball", "knee3d"])
     src = r.add_mutually_exclusive_group()
     src.add_argument("--store", help="base URL of a surface store (http://host:port)")
     src.add_argument("--tables", type=Path, default=ROOT / "tables", help="folder of NAME.zarr tables")
@@ -101,9 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--cr", type=float, default=1.0, help="coefficient of restitution (dissipative laws)")
     r.add_argument("--K", type=float, default=None, help="generalized stiffness, N/m^1.5 [5.5e9]")
     r.add_argument("--window-ball", type=_extent, default=(3, 3), help="records, e.g. 3x3")
-    r.add_argument("--window-ground", type=_extent, default=(3, 9), help="records, e.g. 3x9")
+    r.add_argument("--window-ground", type=_extent, default=(3, 9),
+                   help="records, e.g. 3x9 (knee3d: the extent of all its windows, default 3x9)")
     r.add_argument("--interpolation", choices=["hermite", "bilinear"], default="hermite")
-    r.add_argument("--method", default="DOP853", help="solve_ivp method or rk4 [DOP853]")
+    r.add_argument("--method", default="DOP853", help="solve_ivp method or rk4 [DOP853; knee3d: BDF]")
     r.add_argument("--t-end", type=float, default=0.4, help="seconds [0.4]")
     r.add_argument("--out", type=Path, help="folder for histories (NPZ, CSV) and plots")
     r.add_argument("--json", action="store_true")

@@ -362,11 +362,13 @@ def _normalize(system: MultibodySystem, y: np.ndarray) -> np.ndarray:
 
 def simulate(system: MultibodySystem, t_end: float, *, method: str = "DOP853", rtol: float = 1e-10,
              atol: float = 1e-12, max_step: float = np.inf, h: float = 1e-5,
+             stop: Callable[[float, MultibodySystem], float] | None = None,
              progress: Callable[[float], None] | None = None) -> SimulationResult:
     """Integrate ``system`` from t = 0 to ``t_end`` (s).
 
     ``method``: a ``scipy.integrate.solve_ivp`` method name, or ``"rk4"`` (fixed step ``h``).
-    Contact onsets and separations are events (see the module docstring). Failures (integrator,
+    Contact onsets and separations are events (see the module docstring); ``stop(t, system)``
+    ends the run where it crosses zero from below (e.g. a flexion angle reaching its target). Failures (integrator,
     contact detection) end the run with ``status = -1`` and a message; the result then covers
     what was integrated.
     """
@@ -406,8 +408,16 @@ def simulate(system: MultibodySystem, t_end: float, *, method: str = "DOP853", r
         for c in system.contacts:
             if system.gap(c) < 0:
                 switch(c, 0.0, y)
-        while t < t_end - 1e-15:
+        stopped = False
+        while t < t_end - 1e-15 and not stopped:
             evs = [make_event(c) for c in system.contacts]
+            if stop is not None:
+                def stop_ev(tt: float, yy: np.ndarray) -> float:
+                    system.set_state(yy)
+                    return stop(tt, system)
+                stop_ev.terminal = True  # type: ignore[attr-defined]
+                stop_ev.direction = 1.0  # type: ignore[attr-defined]
+                evs.append(stop_ev)
             if method == "rk4":
                 seg_t, seg_y, fired, n = _rk4(system, t, y, t_end, h, evs)
                 nfev += 4 * n
@@ -427,7 +437,11 @@ def simulate(system: MultibodySystem, t_end: float, *, method: str = "DOP853", r
             ys.append(seg_y[:, 1:])
             t, y = float(seg_t[-1]), _normalize(system, seg_y[:, -1])
             for k in fired:
-                switch(system.contacts[k], t, y)
+                if k == len(system.contacts):
+                    stopped = True
+                    events.append({"t": t, "type": "stop"})
+                else:
+                    switch(system.contacts[k], t, y)
             if progress is not None:
                 progress(t)
     except (SimulationError, ContactError) as exc:

@@ -140,3 +140,117 @@ SCENARIOS = {"bouncing-ball": bouncing_ball}
 
 def dump(summary: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in summary.items() if not k.startswith("_")}, indent=2)
+
+
+# -- knee3d (thesis 6.5.2) -------------------------------------------------------------------------
+
+#: Table 6.5: femur point, tibia point (body frames, mm), stretch ratio at full extension, k (N/mm^2).
+KNEE_LIGAMENTS = {
+    "ACL-anterior": ((7.3, -15.6, 21.3), (-7.0, 5.0, 211.3), 1.000, 83.15),
+    "ACL-posterior": ((7.3, -20.3, 19.6), (2.0, 2.0, 212.3), 1.051, 83.15),
+    "PCL-anterior": ((-4.8, -11.2, 14.1), (5.0, -30.0, 206.3), 1.004, 125.00),
+    "PCL-posterior": ((-4.8, -23.2, 15.7), (-5.0, -30.0, 206.3), 1.050, 60.00),
+    "MCL-anterior": ((-34.8, -1.0, 26.3), (-20.0, 4.0, 171.3), 0.940, 91.25),
+    "MCL-oblique": ((-34.8, -8.0, 24.3), (-35.0, -30.0, 199.3), 1.031, 27.86),
+    "MCL-deep": ((-34.8, -5.0, 21.3), (-35.0, 0.0, 199.3), 1.049, 21.07),
+    "LCL": ((35.3, -15.0, 21.3), (45.0, -25.0, 176.3), 1.050, 72.22),
+}
+
+
+@dataclass(frozen=True)
+class KneeParams:
+    """knee3d parameters (SI). Placements are this project's assumptions (the thesis shows them
+    only in a figure): condyle sphere centres at x = -+21 mm (medial -x, where the MCL inserts;
+    lateral +x), z = 19.5 mm in the femur frame; plateaus in the tibia frame at the same x,
+    z = 211.5 mm (global z = -2.0 mm at full extension), normals +z. At full extension the
+    medial condyle (R = 21 mm) is then 0.5 mm above its plateau and the lateral one (R = 20 mm)
+    1.5 mm above."""
+
+    condyle_x: float = 0.021
+    condyle_z: float = 0.0195
+    plateau_z: float = 0.2115
+    tibia_z: float = -0.2135
+    tibia_mass: float = 3.3794
+    tibia_inertia: tuple[float, float, float] = (0.0412, 0.0432, 0.0070)
+    E: float = 24e6
+    nu: float = 0.38
+    cr: float = 0.616
+    law: str = "hertz"
+    gravity: tuple[float, float, float] = (0.0, -9.81, 0.0)
+    final_flexion_deg: float = 80.0
+    t_end: float = 2.0
+
+
+def flexion_deg(A: np.ndarray) -> float:
+    """Knee flexion (deg): the tibia's long axis swung posteriorly (towards -y) about x."""
+    a = A @ np.array([0.0, 0.0, -1.0])
+    return math.degrees(math.atan2(-a[1], -a[2]))
+
+
+def internal_rotation_deg(A: np.ndarray) -> float:
+    """Internal rotation of the tibia about its long axis (deg, positive when the tibia's anterior
+    direction +y turns towards medial -x)."""
+    # remove flexion (about x), then read the rotation about the tibia's z axis
+    f = math.radians(flexion_deg(A))
+    Rx = np.array([[1, 0, 0], [0, math.cos(f), math.sin(f)], [0, -math.sin(f), math.cos(f)]])
+    B = Rx @ A
+    return math.degrees(math.atan2(B[1, 0], B[0, 0]))
+
+
+def knee3d(locations: dict[str, str], *, params: KneeParams = KneeParams(), window=(3, 3),
+           interpolation: str = "hermite", method: str = "BDF", rtol: float = 1e-6, atol: float = 1e-9,
+           source_kwargs: dict | None = None) -> dict[str, Any]:
+    """Run the 3D knee from full extension until ``final_flexion_deg`` (thesis 6.5.2).
+
+    ``locations`` maps ``condyle_medial``, ``condyle_lateral``, ``plateau_medial``,
+    ``plateau_lateral`` to table locations.
+    """
+    from simclient.laws import hertz_stiffness
+    from simclient.ligaments import Ligament, QuadraticLaw
+
+    p = params
+    kw = source_kwargs or {}
+    femur = Body("femur", fixed=True)
+    tibia = Body("tibia", mass=p.tibia_mass, inertia=np.diag(p.tibia_inertia), position=np.array([0, 0, p.tibia_z]))
+    contacts = []
+    for side, sign, R in (("medial", -1.0, 0.021), ("lateral", 1.0, 0.020)):
+        wc = StorageWindow(open_surface(locations[f"condyle_{side}"], **kw), window, interpolation, centre=(0.0, 0.0))
+        wp = StorageWindow(open_surface(locations[f"plateau_{side}"], **kw), window, interpolation, centre=(0.0, 0.0))
+        K = hertz_stiffness(p.E, p.nu, p.E, p.nu, R)
+        contacts.append(ContactModel(side, Surface(femur, wc, offset=np.array([sign * p.condyle_x, 0, p.condyle_z])),
+                                     Surface(tibia, wp, offset=np.array([sign * p.condyle_x, 0, p.plateau_z])),
+                                     make_law(p.law, K, p.cr)))
+    ligaments = []
+    for name, (pf, pt, ratio, k) in KNEE_LIGAMENTS.items():
+        a, b = np.array(pf) * 1e-3, np.array(pt) * 1e-3
+        l_ext = float(np.linalg.norm((np.array([0, 0, p.tibia_z]) + b) - a))
+        ligaments.append(Ligament(name, femur, a, tibia, b, QuadraticLaw(k * 1e6, l_ext / ratio), record=True))
+    system = MultibodySystem([femur, tibia], contacts, gravity=p.gravity, loads=ligaments)
+    res = simulate(system, p.t_end, method=method, rtol=rtol, atol=atol,
+                   stop=lambda t, s: flexion_deg(s.pose(tibia)[1]) - p.final_flexion_deg)
+    onsets = [e for e in res.events if e["type"] == "onset"]
+    # ligament forces along the run (sampled from the dense output)
+    ts = np.linspace(0, float(res.t[-1]), 400)
+    peak = {lig.name: 0.0 for lig in ligaments}
+    flex, rot = [], []
+    for t in ts:
+        system.set_state(res.sol(t))
+        A = system.pose(tibia)[1]
+        flex.append(flexion_deg(A))
+        rot.append(internal_rotation_deg(A))
+        for lig in ligaments:
+            peak[lig.name] = max(peak[lig.name], lig.state(system)[4])
+    system.set_state(res.y[:, -1])
+    return {"scenario": "knee3d", "status": "ok" if res.success else "failed", "message": res.message,
+            "final_flexion_deg": flexion_deg(system.pose(tibia)[1]), "t_final_s": float(res.t[-1]),
+            "first_contact": onsets[0]["contact"] if onsets else None,
+            "contacts": {side: sum(1 for e in onsets if e["contact"] == side) for side in ("medial", "lateral")},
+            "contact_onsets": [{"t": e["t"], "contact": e["contact"]} for e in onsets],
+            "peak_ligament": max(peak, key=peak.get), "peak_ligament_forces_N": peak,
+            "internal_rotation_deg": {f"{int(a)}": float(np.interp(a, flex, rot)) for a in range(0, 81, 10)
+                                      if a <= max(flex)},
+            "wall_s": res.wall_s, "steps": res.steps, "rhs_evaluations": res.nfev, "method": method,
+            "windows": {f"{c.name}_{w}": getattr(c, w).window.stats for c in contacts for w in ("i", "j")}}
+
+
+SCENARIOS["knee3d"] = knee3d

@@ -123,3 +123,18 @@ def test_euler_parameters():
         pdot = rng.normal(size=4)
         pdot -= (pdot @ p) * p
         np.testing.assert_allclose(2 * G_matrix(p) @ pdot, A @ (2 * L_matrix(p) @ pdot), atol=1e-12)
+
+
+def test_knee3d_runs_to_80_degrees(sample_tables):
+    from simclient.scenarios import KNEE_LIGAMENTS, knee3d
+
+    names = ("condyle_medial", "condyle_lateral", "plateau_medial", "plateau_lateral")
+    s = knee3d({n: locate(n, tables=sample_tables) for n in names})
+    assert s["status"] == "ok"
+    assert s["final_flexion_deg"] == pytest.approx(80.0, abs=0.01)
+    # the larger medial condyle (R = 21 mm) is 1 mm closer to its plateau: it touches first
+    assert s["first_contact"] == "medial"
+    assert s["contacts"]["medial"] >= 1 and s["contacts"]["lateral"] >= 1
+    assert set(s["peak_ligament_forces_N"]) == set(KNEE_LIGAMENTS)
+    # the stretch-ratio reading of Table 6.5 leaves the MCL anterior fibres (0.940) slack at extension
+    assert s["peak_ligament_forces_N"]["ACL-anterior"] > 0

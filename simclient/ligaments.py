@@ -1,0 +1,123 @@
+"""Ligaments (tension-only point-to-point springs) and external loads, as loads of a
+:class:`simclient.dynamics.MultibodySystem` (callables ``load(t, system) -> [(body, P, f)]``).
+
+Force laws (``force(length) -> N``):
+
+- :class:`QuadraticLaw` (thesis 5.23-5.24): ``F = k (l - l0)^2`` for ``l > l0``, else 0
+  (``k`` in N/m^2; the thesis' N/mm^2 times 1e6).
+- :class:`BlankevoortLaw` (Wismans 1980 / Blankevoort 1991, eqs. 6-8): strain
+  ``eps = (l - l0)/l0``; ``F = k eps^2 / (4 eps_l)`` for ``0 <= eps <= 2 eps_l`` (the toe region),
+  ``k (eps - eps_l)`` beyond, 0 when slack; ``k`` in N, ``eps_l = 0.03``; the slack length from
+  a reference length and strain, ``l0 = l_r / (eps_r + 1)``.
+
+Optional damping ``c`` (N s/m) adds ``c l'`` while the ligament is taut (never pushing).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["QuadraticLaw", "BlankevoortLaw", "Ligament", "pulse", "PointLoad"]
+
+
+@dataclass(frozen=True)
+class QuadraticLaw:
+    """``F = k (l - l0)^2`` for ``l > l0`` (k in N/m^2, lengths in m)."""
+
+    k: float
+    l0: float
+
+    def force(self, length: float) -> float:
+        return self.k * (length - self.l0) ** 2 if length > self.l0 else 0.0
+
+
+@dataclass(frozen=True)
+class BlankevoortLaw:
+    """Toe region then linear (k in N, lengths in m, ``eps_l`` the toe strain limit)."""
+
+    k: float
+    l0: float
+    eps_l: float = 0.03
+
+    @classmethod
+    def from_reference(cls, k: float, l_ref: float, eps_ref: float, eps_l: float = 0.03) -> BlankevoortLaw:
+        """Slack length from the reference length and reference strain: ``l0 = l_r/(eps_r + 1)``."""
+        return cls(k, l_ref / (eps_ref + 1.0), eps_l)
+
+    def force(self, length: float) -> float:
+        eps = (length - self.l0) / self.l0
+        if eps <= 0.0:
+            return 0.0
+        if eps <= 2 * self.eps_l:
+            return self.k * eps * eps / (4 * self.eps_l)
+        return self.k * (eps - self.eps_l)
+
+
+@dataclass
+class Ligament:
+    """A ligament from ``point_a`` on ``body_a`` to ``point_b`` on ``body_b`` (body frames, m).
+
+    Call it as a load. ``history`` collects ``(t, length m, strain, force N)`` when ``record``
+    is set (strain relative to the law's ``l0``).
+    """
+
+    name: str
+    body_a: Any
+    point_a: np.ndarray
+    body_b: Any
+    point_b: np.ndarray
+    law: Any
+    damping: float = 0.0
+    record: bool = False
+    history: list[tuple[float, float, float, float]] = field(default_factory=list)
+
+    def state(self, system: Any) -> tuple[np.ndarray, np.ndarray, float, float, float]:
+        """Global insertion points, length (m), lengthening rate (m/s) and force (N)."""
+        ra, Aa, _, _ = system.pose(self.body_a)
+        rb, Ab, _, _ = system.pose(self.body_b)
+        Pa = ra + Aa @ self.point_a
+        Pb = rb + Ab @ self.point_b
+        d = Pb - Pa
+        length = float(math.sqrt(d @ d))
+        rate = float((system.velocity_at(self.body_b, Pb) - system.velocity_at(self.body_a, Pa)) @ d / length)
+        f = self.law.force(length)
+        if f > 0.0 and self.damping:
+            f = max(0.0, f + self.damping * rate)
+        return Pa, Pb, length, rate, f
+
+    def __call__(self, t: float, system: Any) -> list[tuple[Any, np.ndarray, np.ndarray]]:
+        Pa, Pb, length, _, f = self.state(system)
+        if self.record:
+            self.history.append((t, length, (length - self.law.l0) / self.law.l0, f))
+        if f <= 0.0:
+            return []
+        u = (Pb - Pa) / length
+        return [(self.body_a, Pa, f * u), (self.body_b, Pb, -f * u)]
+
+
+def pulse(A: float, t_d: float) -> Callable[[float], float]:
+    """The pulse ``F(t) = A exp(-4.73 (t/t_d)^2) sin(pi t/t_d)`` (N) for ``0 <= t <= t_d``, 0 after
+    (assumption: the thesis does not say whether it is switched off after t_d)."""
+    def f(t: float) -> float:
+        return A * math.exp(-4.73 * (t / t_d) ** 2) * math.sin(math.pi * t / t_d) if 0.0 <= t <= t_d else 0.0
+    return f
+
+
+@dataclass
+class PointLoad:
+    """A force of magnitude ``magnitude(t)`` (N) at ``point`` (body frame, m) along the body-fixed
+    ``direction`` (unit vector, body frame)."""
+
+    body: Any
+    point: np.ndarray
+    direction: np.ndarray
+    magnitude: Callable[[float], float]
+
+    def __call__(self, t: float, system: Any) -> list[tuple[Any, np.ndarray, np.ndarray]]:
+        r, A, _, _ = system.pose(self.body)
+        return [(self.body, r + A @ self.point, self.magnitude(t) * (A @ self.direction))]
