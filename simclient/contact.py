@@ -23,8 +23,10 @@ from simclient.window import StorageWindow
 
 __all__ = ["Contact", "ContactPair", "indentation_rate"]
 
-NORMALS_ALIGNED = len(kernels.STATUS)
-_STATUS = (*(kernels.STATUS[k] for k in range(len(kernels.STATUS))), "normals point the same way")
+_STATUS = tuple(kernels.STATUS[k] for k in range(len(kernels.STATUS)))
+_LEFT_WINDOW = (kernels.LEFT_WINDOW_I, kernels.LEFT_WINDOW_J)
+
+
 
 
 class Contact:
@@ -86,11 +88,22 @@ class ContactPair:
         self.coarse_points = coarse_points
         self.x: np.ndarray | None = None  # last converged (u_i, v_i, u_j, v_j)
         self.work = np.empty(160)
-        self.ints = np.concatenate([window_i.ip, window_j.ip, [window_i.mode, max_iter]]).astype(np.int64)
-        self.flts = np.concatenate([window_i.fp, window_j.fp, [tol, max_step]])
+        self.ints = np.zeros(19, dtype=np.int64)
+        self.ints[16:19] = (window_i.mode, max_iter, 1)
+        self.flts = np.zeros(20)
+        self.flts[0:5], self.flts[5:10] = window_i.fp, window_j.fp
+        self.flts[10:12] = (tol, max_step)
+        self._versions = (-1, -1)
         self.evaluations = 0
         self.newton_iterations = 0
         self.coarse_searches = 0
+
+    def _sync(self) -> None:
+        """Copy the windows' current placement into the kernel's parameters."""
+        wi, wj = self.wi, self.wj
+        self.ints[0:8], self.ints[8:16] = wi.ip, wj.ip
+        self.flts[12:16], self.flts[16:20] = wi.quiet, wj.quiet
+        self._versions = (wi.version, wj.version)
 
     def coarse_guess(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> np.ndarray:
         """Initial (u_i, v_i, u_j, v_j) from the windows' points: for every point of window i the
@@ -117,20 +130,26 @@ class ContactPair:
         """
         x = self.x.copy() if self.x is not None else self.coarse_guess(R_i, c_i, R_j, c_j)
         self.evaluations += 1
-        wi, wj, solve = self.wi, self.wj, kernels.solve_contact
+        wi, wj = self.wi, self.wj
+        if (wi.version, wj.version) != self._versions:
+            self._sync()
+        ints = self.ints
+        ints[18] = 1 if update_windows else 0
         it_total = 0
-        for _ in range(8 if update_windows else 1):
-            if update_windows and (wi.update(x[0], x[1]) | wj.update(x[2], x[3])):
-                self.ints[0:8], self.ints[8:16] = wi.ip, wj.ip
-            status, it = solve(wi.buffer, wj.buffer, self.ints, self.flts, R_i, c_i, R_j, c_j, x, self.work)
+        for _ in range(8):
+            status, it = kernels.solve_contact(wi.buffer, wj.buffer, ints, self.flts, R_i, c_i, R_j, c_j, x,
+                                               self.work)
             it_total += it
-            if status != kernels.LEFT_WINDOW_I and status != kernels.LEFT_WINDOW_J:
-                break
+            if status == kernels.NEEDS_UPDATE or (update_windows and status in _LEFT_WINDOW):
+                # the thesis' rule for the guess (or the iterate that left a window), then solve
+                # again without the fast-path check (the rule may legitimately keep the window)
+                if wi.update(x[0], x[1]) | wj.update(x[2], x[3]):
+                    self._sync()
+                ints[18] = 0
+                continue
+            break
         self.newton_iterations += it_total
-        d = self.work[:16].copy()
-        if status == kernels.CONVERGED and d[6] * d[11] + d[7] * d[12] + d[8] * d[13] > 0.0:
-            status = NORMALS_ALIGNED  # a wrong-way normal: the surfaces cannot touch here
-        contact = Contact(_STATUS[status], it_total, x.copy(), d)
+        contact = Contact(_STATUS[status], it_total, x.copy(), self.work[:16].copy())
         if status == kernels.CONVERGED:
             self.x = x
         elif strict:

@@ -34,10 +34,12 @@ BILINEAR = 0
 HERMITE = 1
 
 # Status codes of solve_contact
-CONVERGED, NOT_CONVERGED, SINGULAR, LEFT_WINDOW_I, LEFT_WINDOW_J, LEFT_TABLE_I, LEFT_TABLE_J = range(7)
+(CONVERGED, NOT_CONVERGED, SINGULAR, LEFT_WINDOW_I, LEFT_WINDOW_J, LEFT_TABLE_I, LEFT_TABLE_J,
+ NORMALS_ALIGNED, NEEDS_UPDATE) = range(9)
 STATUS = {CONVERGED: "converged", NOT_CONVERGED: "not converged", SINGULAR: "singular Jacobian",
           LEFT_WINDOW_I: "left window i", LEFT_WINDOW_J: "left window j", LEFT_TABLE_I: "left table i",
-          LEFT_TABLE_J: "left table j"}
+          LEFT_TABLE_J: "left table j", NORMALS_ALIGNED: "normals point the same way",
+          NEEDS_UPDATE: "window update needed"}
 
 _jit = nb.njit(cache=True, fastmath=False, error_model="numpy")
 
@@ -54,16 +56,30 @@ def _cell(x: float, lo: int, hi: int) -> int:
 
 
 @_jit
-def _twist(buf: np.ndarray, ip: np.ndarray, i: int, j: int, k: int, du: float, dv: float) -> float:
-    """Twist s_uv * du * dv (component k) at grid node (i, j): the mean of d(tu)/dv and d(tv)/du by
-    central differences (one-sided at the window's edges)."""
+def _twist3(buf: np.ndarray, ip: np.ndarray, i: int, j: int, du: float, dv: float) -> tuple[float, float, float]:
+    """Twist s_uv * du * dv at grid node (i, j): the mean of d(tu)/dv and d(tv)/du by central
+    differences (one-sided at the window's edges)."""
     Bu, Bv = ip[0], ip[1]
     jm, jp = max(j - 1, ip[4]), min(j + 1, ip[5] - 1)
     im, ip_ = max(i - 1, ip[2]), min(i + 1, ip[3] - 1)
     ii, jj = i % Bu, j % Bv
-    d_tu_dv = (buf[ii, jp % Bv, 8 + k] - buf[ii, jm % Bv, 8 + k]) / (jp - jm)  # per grid step in v
-    d_tv_du = (buf[ip_ % Bu, jj, 11 + k] - buf[im % Bu, jj, 11 + k]) / (ip_ - im)  # per grid step in u
-    return 0.5 * (d_tu_dv * du + d_tv_du * dv)
+    jmb, jpb, imb, ipb = jm % Bv, jp % Bv, im % Bu, ip_ % Bu
+    fu = 0.5 * du / (jp - jm)  # d(tu)/dv per grid step, times du dv / 2
+    fv = 0.5 * dv / (ip_ - im)
+    return ((buf[ii, jpb, 8] - buf[ii, jmb, 8]) * fu + (buf[ipb, jj, 11] - buf[imb, jj, 11]) * fv,
+            (buf[ii, jpb, 9] - buf[ii, jmb, 9]) * fu + (buf[ipb, jj, 12] - buf[imb, jj, 12]) * fv,
+            (buf[ii, jpb, 10] - buf[ii, jmb, 10]) * fu + (buf[ipb, jj, 13] - buf[imb, jj, 13]) * fv)
+
+
+@_jit
+def _corner(P, U, V, W, fa, ga, dfa, dga, ddfa, ddga, fb, gb, dfb, dgb, ddfb, ddgb):
+    """One corner's contribution to a Hermite patch and its first and second derivatives."""
+    return (fa * fb * P + ga * fb * U + fa * gb * V + ga * gb * W,
+            dfa * fb * P + dga * fb * U + dfa * gb * V + dga * gb * W,
+            fa * dfb * P + ga * dfb * U + fa * dgb * V + ga * dgb * W,
+            ddfa * fb * P + ddga * fb * U + ddfa * gb * V + ddga * gb * W,
+            dfa * dfb * P + dga * dfb * U + dfa * dgb * V + dga * dgb * W,
+            fa * ddfb * P + ga * ddfb * U + fa * ddgb * V + ga * ddgb * W)
 
 
 @_jit
@@ -117,51 +133,35 @@ def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float
     dgb0, dgb1 = 3 * b2 - 4 * b + 1, 3 * b2 - 2 * b
     ddhb0, ddhb1 = 12 * b - 6, -12 * b + 6
     ddgb0, ddgb1 = 6 * b - 4, 6 * b - 2
+    # twists at the four corner nodes (all three components), shared with the neighbouring cells
+    t00x, t00y, t00z = _twist3(buf, ip, i, j, du, dv)
+    t10x, t10y, t10z = _twist3(buf, ip, i + 1, j, du, dv)
+    t01x, t01y, t01z = _twist3(buf, ip, i, j + 1, du, dv)
+    t11x, t11y, t11z = _twist3(buf, ip, i + 1, j + 1, du, dv)
     for k in range(3):
-        P00, P10, P01, P11 = buf[i0, j0, 2 + k], buf[i1, j0, 2 + k], buf[i0, j1, 2 + k], buf[i1, j1, 2 + k]
-        # slopes per unit of a and b
-        U00, U10, U01, U11 = (buf[i0, j0, 8 + k] * du, buf[i1, j0, 8 + k] * du, buf[i0, j1, 8 + k] * du,
-                              buf[i1, j1, 8 + k] * du)
-        V00, V10, V01, V11 = (buf[i0, j0, 11 + k] * dv, buf[i1, j0, 11 + k] * dv, buf[i0, j1, 11 + k] * dv,
-                              buf[i1, j1, 11 + k] * dv)
-        # twists s_ab at the corners, estimated at each grid node from its neighbours (central
-        # differences of the stored tangents), so that cells sharing a node share its twist and the
-        # interpolant stays C1 across cell edges
-        W00 = _twist(buf, ip, i, j, k, du, dv)
-        W10 = _twist(buf, ip, i + 1, j, k, du, dv)
-        W01 = _twist(buf, ip, i, j + 1, k, du, dv)
-        W11 = _twist(buf, ip, i + 1, j + 1, k, du, dv)
-        # S(a, b) = sum over corners of [h(a) h(b) P + g(a) h(b) U + h(a) g(b) V + g(a) g(b) W]
-        s = 0.0
-        sa = 0.0
-        sb = 0.0
-        saa = 0.0
-        sab = 0.0
-        sbb = 0.0
-        for c in range(4):
-            if c == 0:
-                P, U, V, W = P00, U00, V00, W00
-                fa, ga, dfa, dga, ddfa, ddga_ = ha0, ga0, dha0, dga0, ddha0, ddga0
-                fb, gb, dfb, dgb, ddfb, ddgb_ = hb0, gb0, dhb0, dgb0, ddhb0, ddgb0
-            elif c == 1:
-                P, U, V, W = P10, U10, V10, W10
-                fa, ga, dfa, dga, ddfa, ddga_ = ha1, ga1, dha1, dga1, ddha1, ddga1
-                fb, gb, dfb, dgb, ddfb, ddgb_ = hb0, gb0, dhb0, dgb0, ddhb0, ddgb0
-            elif c == 2:
-                P, U, V, W = P01, U01, V01, W01
-                fa, ga, dfa, dga, ddfa, ddga_ = ha0, ga0, dha0, dga0, ddha0, ddga0
-                fb, gb, dfb, dgb, ddfb, ddgb_ = hb1, gb1, dhb1, dgb1, ddhb1, ddgb1
-            else:
-                P, U, V, W = P11, U11, V11, W11
-                fa, ga, dfa, dga, ddfa, ddga_ = ha1, ga1, dha1, dga1, ddha1, ddga1
-                fb, gb, dfb, dgb, ddfb, ddgb_ = hb1, gb1, dhb1, dgb1, ddhb1, ddgb1
-            s += fa * fb * P + ga * fb * U + fa * gb * V + ga * gb * W
-            sa += dfa * fb * P + dga * fb * U + dfa * gb * V + dga * gb * W
-            sb += fa * dfb * P + ga * dfb * U + fa * dgb * V + ga * dgb * W
-            saa += ddfa * fb * P + ddga_ * fb * U + ddfa * gb * V + ddga_ * gb * W
-            sab += dfa * dfb * P + dga * dfb * U + dfa * dgb * V + dga * dgb * W
-            sbb += fa * ddfb * P + ga * ddfb * U + fa * ddgb_ * V + ga * ddgb_ * W
-        ev[k] = s
+        if k == 0:
+            W00, W10, W01, W11 = t00x, t10x, t01x, t11x
+        elif k == 1:
+            W00, W10, W01, W11 = t00y, t10y, t01y, t11y
+        else:
+            W00, W10, W01, W11 = t00z, t10z, t01z, t11z
+        # S(a, b) = sum over corners of [h(a) h(b) P + g(a) h(b) U + h(a) g(b) V + g(a) g(b) W],
+        # slopes U, V and twists W per unit of a and b
+        a00 = _corner(buf[i0, j0, 2 + k], buf[i0, j0, 8 + k] * du, buf[i0, j0, 11 + k] * dv, W00,
+                      ha0, ga0, dha0, dga0, ddha0, ddga0, hb0, gb0, dhb0, dgb0, ddhb0, ddgb0)
+        a10 = _corner(buf[i1, j0, 2 + k], buf[i1, j0, 8 + k] * du, buf[i1, j0, 11 + k] * dv, W10,
+                      ha1, ga1, dha1, dga1, ddha1, ddga1, hb0, gb0, dhb0, dgb0, ddhb0, ddgb0)
+        a01 = _corner(buf[i0, j1, 2 + k], buf[i0, j1, 8 + k] * du, buf[i0, j1, 11 + k] * dv, W01,
+                      ha0, ga0, dha0, dga0, ddha0, ddga0, hb1, gb1, dhb1, dgb1, ddhb1, ddgb1)
+        a11 = _corner(buf[i1, j1, 2 + k], buf[i1, j1, 8 + k] * du, buf[i1, j1, 11 + k] * dv, W11,
+                      ha1, ga1, dha1, dga1, ddha1, ddga1, hb1, gb1, dhb1, dgb1, ddhb1, ddgb1)
+        s_ = a00[0] + a10[0] + a01[0] + a11[0]
+        sa = a00[1] + a10[1] + a01[1] + a11[1]
+        sb = a00[2] + a10[2] + a01[2] + a11[2]
+        saa = a00[3] + a10[3] + a01[3] + a11[3]
+        sab = a00[4] + a10[4] + a01[4] + a11[4]
+        sbb = a00[5] + a10[5] + a01[5] + a11[5]
+        ev[k] = s_
         ev[3 + k] = sa / du
         ev[6 + k] = sb / dv
         ev[9 + k] = sa / du
@@ -282,8 +282,10 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
     """Damped Newton solve of the common-normal conditions (thesis 6.19-6.20, 5.19-5.20).
 
     Arguments are packed to keep the call cheap (numba checks the type of every argument):
-    ``ints = [ip_i (8), ip_j (8), mode, max_iter]``,
-    ``flts = [fp_i (5), fp_j (5), tol, max_step]``. Surface poses ``(R, c)``: a table point ``s``
+    ``ints = [ip_i (8), ip_j (8), mode, max_iter, check]``,
+    ``flts = [fp_i (5), fp_j (5), tol, max_step, quiet_i (4), quiet_j (4)]``. With ``check`` set,
+    a guess outside a window's quiet box (``u_lo, v_lo, u_hi, v_hi``: the records where the update
+    rule has nothing to do) returns ``NEEDS_UPDATE`` at once. Surface poses ``(R, c)``: a table point ``s``
     of surface k is at ``c_k + R_k s`` in the global frame.
 
     Unknowns ``x = (u_i, v_i, u_j, v_j)`` (updated in place, warm start). With the global points
@@ -313,6 +315,10 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
     mode, max_iter = ints[16], ints[17]
     fp_i, fp_j = flts[0:5], flts[5:10]
     tol, max_step = flts[10], flts[11]
+    if ints[18]:  # the thesis' update rule, fast path: is each guess in its window's quiet records?
+        q = flts[12:20]
+        if not (q[0] <= x[0] < q[2] and q[1] <= x[1] < q[3] and q[4] <= x[2] < q[6] and q[5] <= x[3] < q[7]):
+            return NEEDS_UPDATE, 0
     out = work[0:16]
     ev = work[16:46]
     gi = work[46:76]
@@ -404,4 +410,6 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
         out[11 + r] = gi[27 + r]
     out[9] = (gj[0] - gi[0]) * gj[27] + (gj[1] - gi[1]) * gj[28] + (gj[2] - gi[2]) * gj[29]
     out[10] = math.sqrt(f2)
+    if status == CONVERGED and _dot(gi, 27, gj, 27) > 0.0:
+        status = NORMALS_ALIGNED  # a wrong-way normal: the surfaces cannot touch here
     return status, it

@@ -86,6 +86,7 @@ class StorageWindow:
                            dtype=np.int64)
         self.fp = np.array([h.u0, h.du, h.v0, h.dv, float(h.normal_sign)])
         self.block: RecordBlock | None = None
+        self.version = 0  # incremented at every placement
         self.updates = 0  # re-centrings after the first load
         self.records_fetched = 0
         self.bytes_fetched = 0
@@ -155,13 +156,14 @@ class StorageWindow:
         i0, i1, j0, j1 = h.block_points(new)
         self.ip[2:6] = (i0, i1, j0, j1)
         self.block = new
+        self.version += 1
         # Parameter box of the records where update() has nothing to do: the window's non-border
         # records, extended to the window's edge where that edge is the table's.
         lo_i = new.ri0 if new.ri0 == 0 else new.ri0 + 1
         hi_i = new.ri1 if new.ri1 == h.n_rec_u else new.ri1 - 1
         lo_j = new.rj0 if new.rj0 == 0 else new.rj0 + 1
         hi_j = new.rj1 if new.rj1 == h.n_rec_v else new.rj1 - 1
-        self._quiet = (h.u0 + lo_i * h.u_pts * h.du, h.v0 + lo_j * h.v_pts * h.dv,
+        self.quiet = self._quiet = (h.u0 + lo_i * h.u_pts * h.du, h.v0 + lo_j * h.v_pts * h.dv,
                        h.u0 + hi_i * h.u_pts * h.du if hi_i < h.n_rec_u else h.u1 + 1e-9 * h.du,
                        h.v0 + hi_j * h.v_pts * h.dv if hi_j < h.n_rec_v else h.v1 + 1e-9 * h.dv)
         if hi_i <= lo_i or hi_j <= lo_j:
