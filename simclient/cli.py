@@ -43,6 +43,21 @@ def _bench_contact(args: argparse.Namespace) -> int:
     return 0
 
 
+def _validate(args: argparse.Namespace) -> int:
+    from simclient.demo import ensure_sample_tables
+    from simclient.validate import run_cases
+
+    ensure_sample_tables(args.tables, quiet=True)
+    cases = run_cases(args.tables, args.cases or None)
+    if args.json:
+        print(json.dumps({"cases": cases}, indent=2))
+    else:
+        for c in cases:
+            print(f"{'PASS' if c['passed'] else 'FAIL'}  {c['name']:32s} measured {c['measured']:.6g}  expected "
+                  f"{c['expected']:.6g}  ({c['tolerance_kind']} tolerance {c['tolerance']:g})")
+    return 0 if all(c["passed"] for c in cases) else 1
+
+
 def _extent(text: str) -> tuple[int, int]:
     try:
         a, b = text.lower().split("x")
@@ -62,6 +77,10 @@ def _run(args: argparse.Namespace) -> int:
         summary = knee3d({n: locate(n, args.store, args.tables) for n in names}, window=args.window_ground,
                          params=KneeParams(law=args.law), interpolation=args.interpolation,
                          method=args.method if args.method != "DOP853" else "BDF", source_kwargs=kw)
+        if args.out is not None:
+            from simclient.report import save_knee3d
+
+            summary["outputs"] = [str(f) for f in save_knee3d(summary, args.out)]
         if args.json:
             print(dump(summary))
         else:
@@ -123,6 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", type=Path, help="folder for histories (NPZ, CSV) and plots")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=_run)
+
+    v = sub.add_parser("validate", help="closed-form validation cases")
+    v.add_argument("cases", nargs="*", help="case names (default: all)")
+    v.add_argument("--tables", type=Path, default=ROOT / "tables", help="sample tables (built if missing)")
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=_validate)
 
     b = sub.add_parser("bench", help="benchmarks")
     bsub = b.add_subparsers(dest="bench", required=True)

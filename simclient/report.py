@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["save_bouncing_ball"]
+__all__ = ["save_bouncing_ball", "save_knee3d"]
 
 
 def save_bouncing_ball(summary: dict[str, Any], out: Path) -> list[Path]:
@@ -52,6 +52,41 @@ def save_bouncing_ball(summary: dict[str, Any], out: Path) -> list[Path]:
     ax[1, 1].set(xlabel="wall time of the run [s]", ylabel="first record of the window (v)",
                  title="window moves during the run")
     ax[1, 1].legend()
+    fig.tight_layout()
+    fig.savefig(files[2], dpi=110)
+    plt.close(fig)
+    return files
+
+
+def save_knee3d(summary: dict[str, Any], out: Path) -> list[Path]:
+    """Save the knee's histories (NPZ, CSV) and plots against flexion to ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    h = summary["_history"]
+    files = [out / "knee3d.npz", out / "knee3d.csv", out / "knee3d.png"]
+    np.savez(files[0], **h)
+    keys = list(h)
+    np.savetxt(files[1], np.column_stack([h[k] for k in keys]), delimiter=",", header=",".join(keys), comments="")
+    f = h["flexion_deg"]
+    fig, ax = plt.subplots(2, 2, figsize=(11, 7))
+    for side in ("medial", "lateral"):
+        ax[0, 0].plot(f, h[f"{side}_indentation_m"] * 1e3, label=side)
+        ax[0, 1].plot(f, h[f"{side}_force_N"], label=side)
+    ax[0, 0].set(xlabel="flexion [deg]", ylabel="indentation [mm]", title="contact indentation")
+    ax[0, 1].set(xlabel="flexion [deg]", ylabel="elastic normal force [N]", title="contact force")
+    for k in keys:
+        if k.startswith("ligament_"):
+            ax[1, 0].plot(f, h[k], label=k[len("ligament_"):-2])
+    ax[1, 0].set(xlabel="flexion [deg]", ylabel="force [N]", title="ligament forces")
+    ax[1, 1].plot(f, h["internal_rotation_deg"])
+    ax[1, 1].set(xlabel="flexion [deg]", ylabel="internal rotation [deg]", title="tibial rotation")
+    for a in (ax[0, 0], ax[0, 1]):
+        a.legend()
+    ax[1, 0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(files[2], dpi=110)
     plt.close(fig)

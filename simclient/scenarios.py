@@ -54,11 +54,14 @@ class BallParams:
 
 
 def hertz_drop(p: BallParams) -> dict[str, float]:
-    """Closed forms of a Hertz drop: impact speed sqrt(2 g gap), maximum indentation
-    (5 m v^2 / (4 K))^(2/5), contact duration 3.2145 delta_max / v, first impact time."""
+    """Closed forms of a Hertz drop (gravity during the impact neglected): impact speed
+    sqrt(2 g gap), maximum indentation (5 m v^2 / (4 K))^(2/5), contact duration
+    2 (delta_max / v) int_0^1 (1 - x^(5/2))^(-1/2) dx = (4/5) B(2/5, 1/2) delta_max / v
+    (= 2.9432 delta_max / v), first impact time sqrt(2 gap / g)."""
     v = math.sqrt(2 * G * p.gap)
     dmax = (5 * p.mass * v * v / (4 * p.K)) ** 0.4
-    return {"impact_speed": v, "max_indentation": dmax, "duration": 3.2145 * dmax / v,
+    beta = math.gamma(0.4) * math.gamma(0.5) / math.gamma(0.9)
+    return {"impact_speed": v, "max_indentation": dmax, "duration": 0.8 * beta * dmax / v,
             "first_impact": math.sqrt(2 * p.gap / G)}
 
 
@@ -199,7 +202,7 @@ def internal_rotation_deg(A: np.ndarray) -> float:
 
 def knee3d(locations: dict[str, str], *, params: KneeParams = KneeParams(), window=(3, 3),
            interpolation: str = "hermite", method: str = "BDF", rtol: float = 1e-6, atol: float = 1e-9,
-           source_kwargs: dict | None = None) -> dict[str, Any]:
+           source_kwargs: dict | None = None, samples: int = 400) -> dict[str, Any]:
     """Run the 3D knee from full extension until ``final_flexion_deg`` (thesis 6.5.2).
 
     ``locations`` maps ``condyle_medial``, ``condyle_lateral``, ``plateau_medial``,
@@ -229,17 +232,28 @@ def knee3d(locations: dict[str, str], *, params: KneeParams = KneeParams(), wind
     res = simulate(system, p.t_end, method=method, rtol=rtol, atol=atol,
                    stop=lambda t, s: flexion_deg(s.pose(tibia)[1]) - p.final_flexion_deg)
     onsets = [e for e in res.events if e["type"] == "onset"]
-    # ligament forces along the run (sampled from the dense output)
-    ts = np.linspace(0, float(res.t[-1]), 400)
-    peak = {lig.name: 0.0 for lig in ligaments}
-    flex, rot = [], []
-    for t in ts:
+    # histories sampled from the dense output: angles, ligament forces, contact indentation and force
+    windows = {f"{c.name}_{w}": getattr(c, w).window.stats for c in contacts for w in ("i", "j")}
+    ts = np.linspace(0, float(res.t[-1]), samples)
+    hist: dict[str, Any] = {"t_s": ts, "flexion_deg": np.empty(samples), "internal_rotation_deg": np.empty(samples)}
+    for lig in ligaments:
+        hist[f"ligament_{lig.name}_N"] = np.empty(samples)
+    for c in contacts:
+        hist[f"{c.name}_indentation_m"] = np.empty(samples)
+        hist[f"{c.name}_force_N"] = np.empty(samples)
+    for n, t in enumerate(ts):
         system.set_state(res.sol(t))
         A = system.pose(tibia)[1]
-        flex.append(flexion_deg(A))
-        rot.append(internal_rotation_deg(A))
+        hist["flexion_deg"][n] = flexion_deg(A)
+        hist["internal_rotation_deg"][n] = internal_rotation_deg(A)
         for lig in ligaments:
-            peak[lig.name] = max(peak[lig.name], lig.state(system)[4])
+            hist[f"ligament_{lig.name}_N"][n] = lig.state(system)[4]
+        for c in contacts:
+            ind = max(-system.gap(c, probe=True), 0.0)
+            hist[f"{c.name}_indentation_m"][n] = ind
+            hist[f"{c.name}_force_N"][n] = c.law.force(ind, 0.0, 1.0) if ind else 0.0  # elastic part
+    peak = {lig.name: float(hist[f"ligament_{lig.name}_N"].max()) for lig in ligaments}
+    flex, rot = hist["flexion_deg"], hist["internal_rotation_deg"]
     system.set_state(res.y[:, -1])
     return {"scenario": "knee3d", "status": "ok" if res.success else "failed", "message": res.message,
             "final_flexion_deg": flexion_deg(system.pose(tibia)[1]), "t_final_s": float(res.t[-1]),
@@ -249,8 +263,9 @@ def knee3d(locations: dict[str, str], *, params: KneeParams = KneeParams(), wind
             "peak_ligament": max(peak, key=peak.get), "peak_ligament_forces_N": peak,
             "internal_rotation_deg": {f"{int(a)}": float(np.interp(a, flex, rot)) for a in range(0, 81, 10)
                                       if a <= max(flex)},
+            "max_internal_rotation_at_flexion_deg": float(flex[int(np.argmax(rot))]),
             "wall_s": res.wall_s, "steps": res.steps, "rhs_evaluations": res.nfev, "method": method,
-            "windows": {f"{c.name}_{w}": getattr(c, w).window.stats for c in contacts for w in ("i", "j")}}
+            "windows": windows, "_history": hist}
 
 
 SCENARIOS["knee3d"] = knee3d

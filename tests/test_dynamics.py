@@ -92,6 +92,9 @@ def test_restitution_of_dissipative_laws(restitution):
     for law in ("flores", "gonthier", "zhiying-qishao"):
         for cr in (0.3, 0.6):
             assert abs(restitution[law, cr] - cr) < 0.06, (law, cr, restitution[law, cr])
+    # Hunt-Crossley dissipates more than Lankarani-Nikravesh at every c_r < 1 (D_HC > D_LN)
+    for cr in (0.3, 0.6, 0.95):
+        assert restitution["hunt-crossley", cr] < restitution["lankarani-nikravesh", cr]
     # Hunt-Crossley and Lankarani-Nikravesh (derived for c_r near 1) dissipate far too little at low c_r
     for law in ("hunt-crossley", "lankarani-nikravesh", "lee-wang"):
         assert restitution[law, 0.3] > 0.5, (law, restitution[law, 0.3])
@@ -138,3 +141,20 @@ def test_knee3d_runs_to_80_degrees(sample_tables):
     assert set(s["peak_ligament_forces_N"]) == set(KNEE_LIGAMENTS)
     # the stretch-ratio reading of Table 6.5 leaves the MCL anterior fibres (0.940) slack at extension
     assert s["peak_ligament_forces_N"]["ACL-anterior"] > 0
+
+
+def test_validate_cli(sample_tables):
+    import json
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "simclient.cli", "validate", "hertz-indentation", "hertz-duration",
+                        "restitution-flores", "--tables", str(sample_tables), "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    cases = json.loads(r.stdout)["cases"]
+    assert [c["name"] for c in cases] == ["hertz-indentation", "hertz-duration", "restitution-flores"]
+    assert all(c["passed"] for c in cases)
+    assert cases[0]["expected"] == pytest.approx(hertz_drop(BallParams())["max_indentation"])
+    r = subprocess.run([sys.executable, "-m", "simclient.cli", "validate", "nope", "--tables", str(sample_tables)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "unknown validation case" in r.stderr

@@ -1,0 +1,88 @@
+"""Closed-form validation cases run by ``simclient validate`` (measured by the real code).
+
+Each case runs the actual scenario code on the sample tables and compares one measured number with
+its expected value:
+
+- ``hertz-indentation``: bouncing ball (333^2 ball), maximum indentation of the first impact
+  against ``(5 m v^2 / (4 K))^(2/5)``, within 1 %.
+- ``hertz-duration``: the same impact's duration against the Hertz closed form
+  ``(4/5) B(2/5, 1/2) delta_max / v = 2.9432 delta_max / v``, within 1 %.
+- ``energy``: relative mechanical-energy drift of the 0.4 s Hertz run (expected 0, tolerance 1e-4).
+- ``restitution-LAW``: effective restitution (separation over impact velocity) of one impact
+  against the input c_r, at a c_r inside the law's documented range of validity: 0.5 for the
+  laws derived for any c_r (Flores, Gonthier, Zhiying-Qishao; tolerance 0.05), 0.9 for those
+  derived for c_r near 1 (Hunt-Crossley, Herbert-McWhannell, Lankarani-Nikravesh; tolerance
+  0.02), 0.95 for Lee-Wang (tolerance 0.03).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from simclient.scenarios import BallParams, bouncing_ball, hertz_drop, locate
+
+__all__ = ["CASES", "run_cases"]
+
+RESTITUTION = {"flores": (0.5, 0.05), "gonthier": (0.5, 0.05), "zhiying-qishao": (0.5, 0.05),
+               "hunt-crossley": (0.9, 0.02), "herbert-mcwhannell": (0.9, 0.02),
+               "lankarani-nikravesh": (0.9, 0.02), "lee-wang": (0.95, 0.03)}
+
+
+def _ball(tables: Path, **kw: Any) -> dict[str, Any]:
+    return bouncing_ball(locate("ball_333", tables=tables), locate("ground", tables=tables), **kw)
+
+
+def _hertz(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+    if "hertz" not in cache:
+        cache["hertz"] = _ball(tables)
+    return cache["hertz"]
+
+
+def _case(name: str, measured: float, expected: float, tol: float, relative: bool, unit: str) -> dict[str, Any]:
+    err = abs(measured - expected) / abs(expected) if relative and expected else abs(measured - expected)
+    return {"name": name, "measured": measured, "expected": expected, "unit": unit,
+            "rel_error": abs(measured - expected) / abs(expected) if expected else abs(measured),
+            "tolerance": tol, "tolerance_kind": "relative" if relative else "absolute", "passed": err <= tol}
+
+
+def _indentation(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+    s = _hertz(tables, cache)
+    return _case("hertz-indentation", s["max_indentation_m"][0], hertz_drop(BallParams())["max_indentation"],
+                 0.01, True, "m")
+
+
+def _duration(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+    s = _hertz(tables, cache)
+    return _case("hertz-duration", s["contact_durations_s"][0], hertz_drop(BallParams())["duration"], 0.01, True, "s")
+
+
+def _energy(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+    return _case("energy", _hertz(tables, cache)["energy_drift"], 0.0, 1e-4, False, "relative")
+
+
+def _restitution(law: str) -> Callable[[Path, dict[str, Any]], dict[str, Any]]:
+    cr, tol = RESTITUTION[law]
+
+    def case(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+        s = _ball(tables, params=BallParams(law=law, cr=cr, t_end=0.06))
+        c_eff = s["separation_velocities_m_s"][0] / s["impact_velocities_m_s"][0]
+        return _case(f"restitution-{law}", c_eff, cr, tol, False, "-")
+    return case
+
+
+CASES: dict[str, Callable[[Path, dict[str, Any]], dict[str, Any]]] = {
+    "hertz-indentation": _indentation, "hertz-duration": _duration, "energy": _energy,
+    **{f"restitution-{law}": _restitution(law) for law in RESTITUTION},
+}
+
+
+def run_cases(tables: Path, names: list[str] | None = None) -> list[dict[str, Any]]:
+    """Run the named cases (all by default); ValueError listing the choices for an unknown one."""
+    names = names or list(CASES)
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        raise ValueError(f"unknown validation case(s) {unknown}; choose from {', '.join(CASES)}")
+    cache: dict[str, Any] = {}
+    return [CASES[n](tables, cache) for n in names]
