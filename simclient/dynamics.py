@@ -37,7 +37,8 @@ from simclient.errors import ContactError, SimulationError
 from simclient.poses import rotation_matrix
 from simclient.window import StorageWindow
 
-__all__ = ["Body", "Surface", "ContactModel", "MultibodySystem", "SimulationResult", "simulate"]
+__all__ = ["Body", "Surface", "ContactModel", "MultibodySystem", "SimulationResult", "simulate",
+           "SphericalJoint", "RevoluteJoint", "Prescribed"]
 
 DRIFT_GAIN = 10.0  # 1/s
 
@@ -126,8 +127,11 @@ class MultibodySystem:
     """
 
     def __init__(self, bodies: Sequence[Body], contacts: Sequence[ContactModel] = (),
-                 gravity: Sequence[float] = (0.0, 0.0, -9.81), loads: Sequence[Callable] = ()) -> None:
+                 gravity: Sequence[float] = (0.0, 0.0, -9.81), loads: Sequence[Callable] = (),
+                 constraints: Sequence[Any] = (), baumgarte: float = 200.0) -> None:
         self.bodies = list(bodies)
+        self.constraints = list(constraints)
+        self.baumgarte = baumgarte  # 1/s: alpha = beta of the Baumgarte stabilization
         self.free = [b for b in self.bodies if not b.fixed]
         self.index = {id(b): k for k, b in enumerate(self.free)}
         self.contacts = list(contacts)
@@ -259,7 +263,73 @@ class MultibodySystem:
                 _apply(self._bidx[id(body)], np.asarray(P, float), np.asarray(f, float), self._r, F, N)
         dy = np.empty_like(y)
         _rates(y, self._free_idx, self._mass, self._J, self._Jinv, self.gravity, self._A, F, N, dy)
+        if self.constraints:
+            self._constrain(t, y, dy)
         return dy
+
+    # -- constraints: the augmented form (6.24) ------------------------------------------------------
+
+    def _phi(self, t: float, y: np.ndarray) -> np.ndarray:
+        self.set_state(y)
+        return np.concatenate([np.atleast_1d(c.phi(t, self)) for c in self.constraints])
+
+    def _drift(self, y: np.ndarray, u: np.ndarray, h: float) -> np.ndarray:
+        """State after moving for time h with constant generalized velocities u = (v, w') per body."""
+        y2 = y.copy()
+        for f in range(len(self.free)):
+            k = 13 * f
+            v, w = u[6 * f:6 * f + 3], u[6 * f + 3:6 * f + 6]
+            y2[k:k + 3] += h * v
+            a = np.linalg.norm(w) * h
+            if a:
+                q = np.concatenate([[math.cos(a / 2)], math.sin(a / 2) * w / np.linalg.norm(w)])
+                p = y[k + 3:k + 7]
+                y2[k + 3] = p[0] * q[0] - p[1:] @ q[1:]
+                y2[k + 4:k + 7] = p[0] * q[1:] + q[0] * p[1:] + np.cross(p[1:], q[1:])
+        return y2
+
+    def _constrain(self, t: float, y: np.ndarray, dy: np.ndarray) -> None:
+        """Project the unconstrained accelerations onto the constraints (augmented form 6.24):
+
+            [M  G^T] [u']   [Q    ]
+            [G  0  ] [-l] = [gamma]
+
+        with u = (v, w') per body, M = diag(m I, J'), G = dPhi'/du and
+        gamma = -(d^2 Phi/dt^2 at u' = 0) - 2 a Phi' - a^2 Phi (Baumgarte, a = ``baumgarte``).
+        G and gamma come from central differences of the constraint functions along the exact
+        rigid motion with constant u (steps of 1e-6 s for G, 1e-4 s for gamma, whose truncation
+        error is then about 1e-8 of the fourth derivative); constraints only need ``phi(t, system)``.
+        """
+        nf = len(self.free)
+        u = np.concatenate([np.concatenate([y[13 * f + 7:13 * f + 10], y[13 * f + 10:13 * f + 13]]) for f in range(nf)])
+        h, h2 = 1e-6, 1e-4  # s: G is linear in u (small step); the second difference needs a larger one
+        phi0 = self._phi(t, y)
+        phip = self._phi(t + h2, self._drift(y, u, h2))
+        phim = self._phi(t - h2, self._drift(y, u, -h2))
+        phidot = (phip - phim) / (2 * h2)
+        phidd = (phip - 2 * phi0 + phim) / (h2 * h2)
+        G = np.empty((len(phi0), 6 * nf))
+        for k in range(6 * nf):
+            e = np.zeros(6 * nf)
+            e[k] = 1.0
+            G[:, k] = (self._phi(t, self._drift(y, e, h)) - self._phi(t, self._drift(y, e, -h))) / (2 * h)
+        a = self.baumgarte
+        gamma = -phidd - 2 * a * phidot - a * a * phi0
+        a0 = np.concatenate([np.concatenate([dy[13 * f + 7:13 * f + 10], dy[13 * f + 10:13 * f + 13]]) for f in range(nf)])
+        Minv = np.zeros((6 * nf, 6 * nf))
+        for f in range(nf):
+            Minv[6 * f:6 * f + 3, 6 * f:6 * f + 3] = np.eye(3) / self._mass[f]
+            Minv[6 * f + 3:6 * f + 6, 6 * f + 3:6 * f + 6] = self._Jinv[f]
+        S = G @ Minv @ G.T
+        try:
+            lam = np.linalg.solve(S, gamma - G @ a0)
+        except np.linalg.LinAlgError:
+            raise SimulationError(f"t = {t:.6g} s: the constraint Jacobian is singular (redundant constraints?)")
+        acc = a0 + Minv @ G.T @ lam
+        for f in range(nf):
+            dy[13 * f + 7:13 * f + 10] = acc[6 * f:6 * f + 3]
+            dy[13 * f + 10:13 * f + 13] = acc[6 * f + 3:6 * f + 6]
+        self.set_state(y)
 
     def energy(self, y: np.ndarray) -> float:
         """Kinetic + gravitational + elastic contact energy (J) at state ``y`` (contacts in
@@ -350,6 +420,54 @@ def _rates(y, free_idx, mass, J, Jinv, g, A, F, N, dy) -> None:
         n[2] -= w0 * h1 - w1 * h0
         for a in range(3):
             dy[k + 10 + a] = Jinv[f, a, 0] * n[0] + Jinv[f, a, 1] * n[1] + Jinv[f, a, 2] * n[2]
+
+
+@dataclass
+class SphericalJoint:
+    """``point_a`` of ``body_a`` coincides with ``point_b`` of ``body_b`` (body frames, m)."""
+
+    body_a: Body
+    point_a: np.ndarray
+    body_b: Body
+    point_b: np.ndarray
+
+    def phi(self, t: float, system: MultibodySystem) -> np.ndarray:
+        ra, Aa, _, _ = system.pose(self.body_a)
+        rb, Ab, _, _ = system.pose(self.body_b)
+        return (rb + Ab @ self.point_b) - (ra + Aa @ self.point_a)
+
+
+@dataclass
+class RevoluteJoint(SphericalJoint):
+    """A spherical joint whose bodies also keep ``axis_a`` (body a) and ``axis_b`` (body b) aligned."""
+
+    axis_a: np.ndarray = field(default_factory=lambda: np.array([1.0, 0, 0]))
+    axis_b: np.ndarray = field(default_factory=lambda: np.array([1.0, 0, 0]))
+
+    def phi(self, t: float, system: MultibodySystem) -> np.ndarray:
+        _, Aa, _, _ = system.pose(self.body_a)
+        _, Ab, _, _ = system.pose(self.body_b)
+        ub = self.axis_b / np.linalg.norm(self.axis_b)
+        v1 = np.cross(ub, [1.0, 0, 0] if abs(ub[0]) < 0.9 else [0, 1.0, 0])
+        v1 /= np.linalg.norm(v1)
+        v2 = np.cross(ub, v1)
+        ua = Aa @ (self.axis_a / np.linalg.norm(self.axis_a))
+        return np.concatenate([super().phi(t, system), [ua @ (Ab @ v1), ua @ (Ab @ v2)]])
+
+
+@dataclass
+class Prescribed:
+    """A prescribed coordinate: ``coordinate(r, A) = value(t)`` for ``body`` (units of the
+    coordinate: m for positions, rad for angles). E.g. ``Prescribed(tibia, lambda r, A: r[2],
+    lambda t: 0.01 * sin(t))``."""
+
+    body: Body
+    coordinate: Callable[[np.ndarray, np.ndarray], float]
+    value: Callable[[float], float]
+
+    def phi(self, t: float, system: MultibodySystem) -> np.ndarray:
+        r, A, _, _ = system.pose(self.body)
+        return np.array([self.coordinate(r, A) - self.value(t)])
 
 
 def _normalize(system: MultibodySystem, y: np.ndarray) -> np.ndarray:

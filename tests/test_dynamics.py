@@ -158,3 +158,52 @@ def test_validate_cli(sample_tables):
     r = subprocess.run([sys.executable, "-m", "simclient.cli", "validate", "nope", "--tables", str(sample_tables)],
                        capture_output=True, text=True)
     assert r.returncode == 1 and "unknown validation case" in r.stderr
+
+
+def test_spherical_joint_pendulum_period_and_energy():
+    from scipy.signal import find_peaks
+
+    from simclient.dynamics import Body, MultibodySystem, SphericalJoint, simulate
+
+    # a rod of length 0.4 m hanging from a fixed pivot: small oscillations of period 2 pi sqrt(I_O / (m g d))
+    m, L = 1.2, 0.4
+    J = np.diag([m * L**2 / 12, m * L**2 / 12, 1e-4])
+    theta0 = 0.05
+    A0 = rotation_matrix(euler_from_axis_angle([1, 0, 0], theta0))
+    rod = Body("rod", mass=m, inertia=J, position=A0 @ np.array([0, 0, -L / 2]), euler=euler_from_axis_angle([1, 0, 0], theta0))
+    ground = Body("ground", fixed=True)
+    system = MultibodySystem([rod, ground], gravity=(0, 0, -9.81),
+                             constraints=[SphericalJoint(ground, np.zeros(3), rod, np.array([0, 0, L / 2]))])
+    res = simulate(system, 2.2, method="DOP853", rtol=1e-8, atol=1e-10)
+    assert res.success
+    ts = np.linspace(0, 2.2, 2201)
+    z = np.array([res.sol(t)[2] for t in ts])
+    y_ = np.array([res.sol(t)[1] for t in ts])
+    peaks, _ = find_peaks(y_)
+    period = np.mean(np.diff(ts[peaks]))
+    I_O = m * L**2 / 3
+    expected = 2 * math.pi * math.sqrt(I_O / (m * 9.81 * L / 2)) * (1 + theta0**2 / 16)
+    assert period == pytest.approx(expected, rel=2e-3)
+    # the joint holds: the rod's top stays at the pivot
+    for t in ts[::300]:
+        yy = res.sol(t)
+        system.set_state(yy)
+        r, A, _, _ = system.pose(rod)
+        assert np.linalg.norm(r + A @ np.array([0, 0, L / 2])) < 1e-6
+    e = [system.energy(res.sol(t)) for t in ts[::100]]
+    assert (max(e) - min(e)) / abs(e[0]) < 1e-4
+
+
+def test_prescribed_coordinate_is_followed():
+    from simclient.dynamics import Body, MultibodySystem, Prescribed, simulate
+
+    box = Body("box", mass=2.0, inertia=np.eye(3) * 0.01, position=np.array([0, 0, 0.0]))
+    f = lambda t: 0.01 * math.sin(2 * math.pi * t)  # noqa: E731
+    system = MultibodySystem([box], gravity=(0, 0, -9.81),
+                             constraints=[Prescribed(box, lambda r, A: r[2], f)])
+    box.velocity = np.array([0.1, 0, 0.01 * 2 * math.pi])
+    res = simulate(system, 0.5, method="DOP853", rtol=1e-8, atol=1e-10)
+    for t in np.linspace(0, 0.5, 11):
+        yy = res.sol(t)
+        assert yy[2] == pytest.approx(f(t), abs=1e-7)
+        assert yy[0] == pytest.approx(0.1 * t, abs=1e-9)  # the free direction is untouched
