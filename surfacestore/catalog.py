@@ -17,7 +17,7 @@ import numpy as np
 
 from surfacestore.errors import RecordCorrupt, TableNotFound
 from surfacestore.format import TABLE_SUFFIX, RecordBlock, Table, validate_table_name
-from surfacestore.errors import InvalidTableName, TableCorrupt
+from surfacestore.errors import InvalidTableName
 
 __all__ = ["Catalog", "RecordCache"]
 

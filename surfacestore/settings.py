@@ -20,7 +20,9 @@ class Settings:
     root: folder holding the tables (``NAME.zarr``); host/port: where to listen (loopback by
     default); workers: server processes; cache_mb: size of each process' record cache in MiB;
     max_block_records: the most records one block or window request may return; token: when set,
-    every endpoint but health requires ``Authorization: Bearer TOKEN``; log_level: uvicorn's.
+    every endpoint but health requires ``Authorization: Bearer TOKEN``; log_level: uvicorn's;
+    fast_path: serve the record/block/window endpoints from a pure ASGI middleware ahead of
+    FastAPI's routing (False: through the FastAPI routes, for comparison).
     """
 
     root: Path = Path("tables")
@@ -31,6 +33,7 @@ class Settings:
     max_block_records: int = 1024
     token: str | None = None
     log_level: str = "info"
+    fast_path: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -61,4 +64,8 @@ def _convert(name: str, raw: str) -> Any:
         return int(raw)
     if name == "cache_mb":
         return float(raw)
+    if name == "fast_path":
+        if raw.lower() not in ("1", "0", "true", "false", "yes", "no"):
+            raise ValueError(raw)
+        return raw.lower() in ("1", "true", "yes")
     return raw

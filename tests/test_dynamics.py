@@ -177,7 +177,6 @@ def test_spherical_joint_pendulum_period_and_energy():
     res = simulate(system, 2.2, method="DOP853", rtol=1e-8, atol=1e-10)
     assert res.success
     ts = np.linspace(0, 2.2, 2201)
-    z = np.array([res.sol(t)[2] for t in ts])
     y_ = np.array([res.sol(t)[1] for t in ts])
     peaks, _ = find_peaks(y_)
     period = np.mean(np.diff(ts[peaks]))

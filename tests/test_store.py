@@ -318,3 +318,29 @@ def test_load_32_clients_random_windows(store, sample_tables):
         t.join()
     assert not errors, errors[:5]
     assert len(counts) == 32 and sum(counts) > 32
+
+
+def test_fast_path_and_fastapi_routes_agree(sample_tables):
+    """The data endpoints answer identically through the ASGI fast path and the FastAPI routes."""
+    import asyncio
+
+    from surfacestore.app import create_app
+    from surfacestore.settings import Settings
+
+    paths = ["/v1/surfaces/ground/records/5/7", "/v1/surfaces/ground/block?ri0=2&ri1=5&rj0=30&rj1=37",
+             "/v1/surfaces/ground/window?ri=0&rj=36&wu=3&wv=9", "/v1/surfaces/nope/block?ri0=0&ri1=1&rj0=0&rj1=1",
+             "/v1/surfaces/ground/block?ri0=-1&ri1=1&rj0=0&rj1=1", "/v1/surfaces/ground/block?ri0=0&ri1=37&rj0=0&rj1=37",
+             "/v1/surfaces/ground/records/37/0", "/v1/surfaces/ground/window?ri=0&rj=0&wu=0&wv=3"]
+
+    async def fetch(fast: bool) -> list[tuple[int, bytes, str | None, str | None]]:
+        app = create_app(Settings(root=sample_tables, fast_path=fast, max_block_records=1024))
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+            out = []
+            for p in paths:
+                r = await c.get(p)
+                out.append((r.status_code, r.content, r.headers.get("etag"), r.headers.get("x-record-start")))
+            return out
+
+    fast, slow = asyncio.run(fetch(True)), asyncio.run(fetch(False))
+    assert [f[0] for f in fast] == [200, 200, 200, 404, 422, 413, 422, 422]
+    assert fast == slow
