@@ -58,6 +58,18 @@ def _validate(args: argparse.Namespace) -> int:
     return 0 if all(c["passed"] for c in cases) else 1
 
 
+def _bench_windows(args: argparse.Namespace) -> int:
+    from simclient.bench_windows import format_windows_bench, plot_windows_bench, run_windows_bench
+    from simclient.demo import ensure_sample_tables
+
+    ensure_sample_tables(args.tables, quiet=True)
+    res = run_windows_bench(args.tables, quick=args.quick, progress=_say(args.json))
+    if args.out is not None:
+        res["plot"] = str(plot_windows_bench(res, args.out / "windows_ratio.png"))
+    print(json.dumps(res, indent=2) if args.json else format_windows_bench(res))
+    return 0
+
+
 def _extent(text: str) -> tuple[int, int]:
     try:
         a, b = text.lower().split("x")
@@ -156,6 +168,12 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--quick", action="store_true")
     bs.add_argument("--json", action="store_true")
     bs.set_defaults(func=_bench_store)
+    bw = bsub.add_parser("windows", help="the thesis' Table 6.3: window sizes with the bouncing ball")
+    bw.add_argument("--tables", type=Path, default=ROOT / "tables", help="sample tables (built if missing)")
+    bw.add_argument("--quick", action="store_true")
+    bw.add_argument("--json", action="store_true")
+    bw.add_argument("--out", type=Path, help="folder for the plot of the ratios")
+    bw.set_defaults(func=_bench_windows)
     bc = bsub.add_parser("contact", help="contact-evaluation cost and interpolation error")
     bc.add_argument("--tables", type=Path, default=ROOT / "tables", help="sample tables (built if missing)")
     bc.add_argument("--quick", action="store_true")

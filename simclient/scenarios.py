@@ -22,7 +22,7 @@ import numpy as np
 
 from simclient.dynamics import Body, ContactModel, MultibodySystem, Surface, simulate
 from simclient.laws import make_law
-from simclient.sources import open_surface
+from simclient.sources import MemorySource, open_surface
 from simclient.window import StorageWindow
 
 __all__ = ["SCENARIOS", "locate", "bouncing_ball", "BallParams", "hertz_drop"]
@@ -68,14 +68,17 @@ def hertz_drop(p: BallParams) -> dict[str, float]:
 def bouncing_ball(ball: str, ground: str, *, params: BallParams = BallParams(), window_ball=(3, 3),
                   window_ground=(3, 9), interpolation: str = "hermite", method: str = "DOP853",
                   rtol: float = 1e-10, atol: float = 1e-12, max_step: float = np.inf,
-                  source_kwargs: dict | None = None,
+                  source_kwargs: dict | None = None, in_memory: bool = False,
                   progress: Callable[[float], None] | None = None, keep: bool = False) -> dict[str, Any]:
     """Run the bouncing ball on the tables at ``ball`` and ``ground`` (locations for
-    :func:`simclient.open_surface`). Returns DESIGN's summary (plus histories with ``keep``)."""
+    :func:`simclient.open_surface`). Returns DESIGN's summary (plus histories with ``keep``).
+    ``in_memory`` reads both tables whole into memory first (the no-window baseline)."""
     p = params
     kw = source_kwargs or {}
     t_setup = time.perf_counter()
     src_ball, src_ground = open_surface(ball, **kw), open_surface(ground, **kw)
+    if in_memory:
+        src_ball, src_ground = MemorySource.load(src_ball), MemorySource.load(src_ground)
     hb, hg = src_ball.header, src_ground.header
     # first windows centred on the expected contact points: the ball's lowest point (u = v = 0 of
     # the sample ball) and the ground under the ball's start (the ground maps (u, v) -> (v, -u))

@@ -142,7 +142,9 @@ class HttpSource:
                 if r.status_code == 404:
                     raise SourceNotFound(f"{self.name}: {what}: not found ({detail})")
                 if r.status_code < 500:
-                    raise SourceRequestError(f"{self.name}: {what}: HTTP {r.status_code} ({detail})")
+                    err = SourceRequestError(f"{self.name}: {what}: HTTP {r.status_code} ({detail})")
+                    err.status_code = r.status_code  # type: ignore[attr-defined]
+                    raise err
                 cause = f"HTTP {r.status_code} ({detail})"
             if attempt < self.retries:
                 time.sleep(delay)
@@ -150,6 +152,19 @@ class HttpSource:
         raise SourceUnavailable(f"{self.name}: {what}: failed after {self.retries + 1} attempts: {cause}")
 
     def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int) -> np.ndarray:
+        try:
+            return self._read_block(ri0, ri1, rj0, rj1)
+        except SourceRequestError as exc:
+            # larger than the store's per-request limit (413): fetch it in two halves
+            if getattr(exc, "status_code", None) != 413 or (ri1 - ri0) * (rj1 - rj0) < 2:
+                raise
+        if ri1 - ri0 >= rj1 - rj0:
+            m = (ri0 + ri1) // 2
+            return np.concatenate([self.read_block(ri0, m, rj0, rj1), self.read_block(m, ri1, rj0, rj1)], axis=0)
+        m = (rj0 + rj1) // 2
+        return np.concatenate([self.read_block(ri0, ri1, rj0, m), self.read_block(ri0, ri1, m, rj1)], axis=1)
+
+    def _read_block(self, ri0: int, ri1: int, rj0: int, rj1: int) -> np.ndarray:
         what = f"records [{ri0}, {ri1}) x [{rj0}, {rj1})"
         # a preformatted URL: httpx's params merging costs about 0.2 ms per request
         r = self._get(f"{self.url}/block?ri0={int(ri0)}&ri1={int(ri1)}&rj0={int(rj0)}&rj1={int(rj1)}", what=what)

@@ -344,3 +344,13 @@ def test_fast_path_and_fastapi_routes_agree(sample_tables):
     fast, slow = asyncio.run(fetch(True)), asyncio.run(fetch(False))
     assert [f[0] for f in fast] == [200, 200, 200, 404, 422, 413, 422, 422]
     assert fast == slow
+
+
+def test_http_source_splits_blocks_over_the_limit(sample_tables):
+    s = StoreProcess(sample_tables, "--max-block-records", "100")
+    try:
+        src = HttpSource(f"{s.url}/v1/surfaces/ground")
+        np.testing.assert_array_equal(src.read_block(0, 37, 0, 37),
+                                      LocalSource(sample_tables / "ground.zarr").read_block(0, 37, 0, 37))
+    finally:
+        s.stop()

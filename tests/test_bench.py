@@ -1,0 +1,37 @@
+"""Benchmarks in quick mode: their output is checked for sanity (not for speed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def test_bench_windows_quick(sample_tables, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "simclient.cli", "bench", "windows", "--quick", "--json",
+                        "--tables", str(sample_tables), "--out", str(tmp_path)], capture_output=True, text=True,
+                       timeout=900)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    runs = res["runs"]
+    assert [(x["source"], x["run"]) for x in runs] == [(s, k) for s in ("http", "local") for k in range(1, 6)] + [
+        ("memory", 0)]
+    for x in runs:
+        assert x["impacts"] == 4 and x["wall_s"] > 0 and x["ratio"] > 0
+        assert x["windows"]["ball"]["updates"] == 0  # the ball's window never moves (thesis)
+        # only run 5's 3 x 9 ground window must be re-centred (thesis, Table 6.3)
+        assert (x["windows"]["ground"]["updates"] > 0) == (x["run"] == 5)
+    assert {x["ratio"] for x in runs if x["run"] == 1} == {1.0}
+    assert (tmp_path / "windows_ratio.png").stat().st_size > 1000
+
+
+def test_bench_contact_and_store_quick(sample_tables):
+    r = subprocess.run([sys.executable, "-m", "simclient.cli", "bench", "contact", "--quick", "--json", "--tables",
+                        str(sample_tables)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["us_per_eval"] > 0 and res["iterations"] >= 1
+    errs = {(e["table"], e["interpolation"]): e for e in res["error"]}
+    for table in ("ball_33", "ball_333", "ball"):
+        assert errs[table, "bilinear"]["max_error_m"] <= errs[table, "bilinear"]["chordal_bound_m"]
+        assert errs[table, "hermite"]["max_error_m"] < errs[table, "bilinear"]["max_error_m"]
