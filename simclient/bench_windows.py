@@ -115,3 +115,73 @@ def plot_windows_bench(res: dict[str, Any], path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+#: record sizes of the sweep (333 = 3 * 111 = 9 * 37 points)
+SWEEP_RECORDS = (3, 9, 37, 111)
+SWEEP_WINDOWS = ((3, 3), (5, 5), (9, 9))
+
+
+def sweep_tables(tables: Path) -> dict[int, Path]:
+    """Ground tables of the sample geometry with records of 3^2, 9^2, 37^2 and 111^2 points."""
+    import warnings
+
+    from preprocess.build import build_surface, is_current, load_spec
+
+    spec = next(s for s in load_spec(Path(__file__).resolve().parents[1] / "sample_surfaces" / "bouncing_ball.toml")
+                if s.name == "ground")
+    out = {}
+    for r in SWEEP_RECORDS:
+        if r == 9:
+            out[r] = tables / "ground.zarr"
+            continue
+        variant = type(spec)(**{**spec.__dict__, "name": f"ground_r{r}", "record": (r, r)})
+        if not is_current(variant, tables):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                build_surface(variant, tables, overwrite=True)
+        out[r] = tables / f"ground_r{r}.zarr"
+    return out
+
+
+def run_sweep(tables: Path, quick: bool = False, progress: Any = None) -> dict[str, Any]:
+    """Record size x window extent x prefetch for a ball that crosses many ground records
+    (vx = 0.4 m/s from x = -80 mm: 160 mm of travel in 0.4 s), over the HTTP store."""
+    import warnings
+
+    from simclient.scenarios import BallParams
+
+    say = progress or (lambda s: None)
+    grounds = sweep_tables(tables)
+    params = BallParams(vx=0.4, x0=-0.08)
+    rows = []
+    with serve([sys.executable, "-m", "surfacestore.cli", "serve", "--root", str(tables), "--log-level", "warning",
+                "--max-block-records", "100000"]) as url:
+        for r, path in grounds.items():
+            for wg in SWEEP_WINDOWS[:2] if quick else SWEEP_WINDOWS:
+                for prefetch in (False, True):
+                    say(f"records {r}x{r}, ground window {wg[0]}x{wg[1]}, prefetch {prefetch}")
+                    walls = []
+                    for _ in range(1 if quick else 3):
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            s = bouncing_ball(locate("ball_333", store=url), locate(path.name[:-5], store=url),
+                                              params=params, window_ground=wg, prefetch=prefetch)
+                        walls.append(s["wall_s"])
+                    g = s["windows"]["ground"]
+                    rows.append({"record_points": r * r, "ground_window": g["extent"], "prefetch": prefetch,
+                                 "wall_s": statistics.median(walls), "impacts": s["impacts"],
+                                 "updates": g["updates"], "requests": g["requests"], "bytes": g["bytes_fetched"],
+                                 "wait_s": g["wait_s"], "hidden": g.get("hidden", 0), "stalls": g.get("stalls", g["updates"])})
+    return {"rows": rows}
+
+
+def format_sweep(res: dict[str, Any]) -> str:
+    lines = ["sweep: ball 0.4 m/s over the ground (HTTP store), medians",
+             f"{'record':>7s} {'window':>7s} {'prefetch':>8s} {'wall [s]':>8s} {'updates':>7s} {'requests':>8s} "
+             f"{'MB':>7s} {'wait [ms]':>9s} {'hidden':>6s} {'stalls':>6s}"]
+    for r in res["rows"]:
+        lines.append(f"{r['record_points']:7d} {'x'.join(map(str, r['ground_window'])):>7s} {str(r['prefetch']):>8s} "
+                     f"{r['wall_s']:8.3f} {r['updates']:7d} {r['requests']:8d} {r['bytes'] / 1e6:7.2f} "
+                     f"{1e3 * r['wait_s']:9.1f} {r['hidden']:6d} {r['stalls']:6d}")
+    return "\n".join(lines)

@@ -70,6 +70,16 @@ def _bench_windows(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_sweep(args: argparse.Namespace) -> int:
+    from simclient.bench_windows import format_sweep, run_sweep
+    from simclient.demo import ensure_sample_tables
+
+    ensure_sample_tables(args.tables, quiet=True)
+    res = run_sweep(args.tables, quick=args.quick, progress=_say(args.json))
+    print(json.dumps(res, indent=2) if args.json else format_sweep(res))
+    return 0
+
+
 def _extent(text: str) -> tuple[int, int]:
     try:
         a, b = text.lower().split("x")
@@ -174,6 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
     bw.add_argument("--json", action="store_true")
     bw.add_argument("--out", type=Path, help="folder for the plot of the ratios")
     bw.set_defaults(func=_bench_windows)
+    bsw = bsub.add_parser("sweep", help="record sizes x window extents x prefetch for a travelling contact")
+    bsw.add_argument("--tables", type=Path, default=ROOT / "tables", help="sample tables (built if missing)")
+    bsw.add_argument("--quick", action="store_true")
+    bsw.add_argument("--json", action="store_true")
+    bsw.set_defaults(func=_bench_sweep)
     bc = bsub.add_parser("contact", help="contact-evaluation cost and interpolation error")
     bc.add_argument("--tables", type=Path, default=ROOT / "tables", help="sample tables (built if missing)")
     bc.add_argument("--quick", action="store_true")

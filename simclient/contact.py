@@ -128,7 +128,8 @@ class ContactPair:
         are and an iterate leaving one ends the solve with status ``left window i``/``j`` (the
         warm start is kept). With ``strict``, a failure raises :class:`ContactError`.
         """
-        x = self.x.copy() if self.x is not None else self.coarse_guess(R_i, c_i, R_j, c_j)
+        warm = self.x is not None
+        x = self.x.copy() if warm else self.coarse_guess(R_i, c_i, R_j, c_j)
         self.evaluations += 1
         wi, wj = self.wi, self.wj
         if (wi.version, wj.version) != self._versions:
@@ -146,6 +147,12 @@ class ContactPair:
                 if wi.update(x[0], x[1]) | wj.update(x[2], x[3]):
                     self._sync()
                 ints[18] = 0
+                continue
+            if status == kernels.NOT_CONVERGED and warm:
+                # the warm start was too far (bodies moved a long way since): restart once from a
+                # coarse search over the windows' points
+                warm = False
+                x = self.coarse_guess(R_i, c_i, R_j, c_j)
                 continue
             break
         self.newton_iterations += it_total

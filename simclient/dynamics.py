@@ -222,25 +222,26 @@ class MultibodySystem:
         f = c.law.force(k.indentation, rate, c.impact_velocity) if k.indentation > 0 else 0.0
         return k, rate, f
 
-    def gap(self, c: ContactModel, margin: float = 1e-3, probe: bool = False) -> float:
-        """Signed gap (m): minus the indentation; a bounding-volume bound while far apart.
+    def gap(self, c: ContactModel, margin: float = 1e-3) -> float:
+        """Signed gap (m), minus the indentation, from a probe of the contact.
 
-        A ``probe`` (event functions, energy) leaves the windows in place: integrators evaluate
-        events at trial states far beyond the contact onset, and following those would drag the
-        windows ahead of the bodies. If a probe's solve leaves a window, the gap at the window's
-        edge is returned, good enough for the sign an event function needs.
+        A probe leaves the windows in place: integrators evaluate events at trial states far
+        beyond the contact onset, and following those would drag the windows ahead of the
+        bodies; if the probe's solve leaves a window, the gap at the window's edge is returned,
+        good enough for the sign an event function needs. Where the contact point has no
+        counterpart on the tables (it left a table) the bounding-volume distance is used, if the
+        bodies are that far apart. (A bounding volume alone is not enough: a body that passed
+        through a surface during a long trial step is also "far" from it.)
         """
-        bound = self.broad_gap(c)
-        if bound is not None and bound > margin:
-            return bound
-        if not probe:
-            return -self.detect(c).indentation
         Ri, ci = self.surface_pose(c.i)
         Rj, cj = self.surface_pose(c.j)
         assert c.pair is not None
         k = c.pair.detect(Ri, ci, Rj, cj, update_windows=False)
         if k.converged or k.status.startswith("left window"):
             return -k.indentation
+        bound = self.broad_gap(c)
+        if bound is not None and bound > margin:
+            return bound
         raise ContactError(f"contact {c.name}: {k.status} at (u_i, v_i, u_j, v_j) = {k.params.tolist()}")
 
     # -- equations of motion -----------------------------------------------------------------------
@@ -342,7 +343,7 @@ class MultibodySystem:
             e += 0.5 * b.mass * v @ v + 0.5 * w @ b.inertia @ w - b.mass * self.gravity @ y[k:k + 3]
         for c in self.contacts:
             if hasattr(c.law, "elastic_energy"):
-                g = self.gap(c, probe=True)
+                g = self.gap(c)
                 e += c.law.elastic_energy(-g)
         return e
 
@@ -502,7 +503,7 @@ def simulate(system: MultibodySystem, t_end: float, *, method: str = "DOP853", r
     def make_event(c: ContactModel) -> Callable[[float, np.ndarray], float]:
         def ev(tt: float, yy: np.ndarray) -> float:
             system.set_state(yy)
-            return system.gap(c, probe=True)
+            return system.gap(c)
         ev.terminal = True  # type: ignore[attr-defined]
         ev.direction = 1.0 if c.active else -1.0  # type: ignore[attr-defined]
         return ev

@@ -29,7 +29,7 @@ def save_bouncing_ball(summary: dict[str, Any], out: Path) -> list[Path]:
     force = np.empty(len(t))
     for k, yy in enumerate(y):
         system.set_state(yy)
-        ind[k] = max(-system.gap(contact, probe=True), 0.0)
+        ind[k] = max(-system.gap(contact), 0.0)
         force[k] = contact.law.force(ind[k], 0.0, 1.0) if ind[k] > 0 else 0.0
     files = [out / "bouncing_ball.npz", out / "bouncing_ball.csv", out / "bouncing_ball.png"]
     np.savez(files[0], t=t, position=y[:, 0:3], velocity=y[:, 7:10], indentation=ind, force_elastic=force)

@@ -68,7 +68,7 @@ def hertz_drop(p: BallParams) -> dict[str, float]:
 def bouncing_ball(ball: str, ground: str, *, params: BallParams = BallParams(), window_ball=(3, 3),
                   window_ground=(3, 9), interpolation: str = "hermite", method: str = "DOP853",
                   rtol: float = 1e-10, atol: float = 1e-12, max_step: float = np.inf,
-                  source_kwargs: dict | None = None, in_memory: bool = False,
+                  source_kwargs: dict | None = None, in_memory: bool = False, prefetch: bool = False,
                   progress: Callable[[float], None] | None = None, keep: bool = False) -> dict[str, Any]:
     """Run the bouncing ball on the tables at ``ball`` and ``ground`` (locations for
     :func:`simclient.open_surface`). Returns DESIGN's summary (plus histories with ``keep``).
@@ -82,9 +82,10 @@ def bouncing_ball(ball: str, ground: str, *, params: BallParams = BallParams(), 
     hb, hg = src_ball.header, src_ground.header
     # first windows centred on the expected contact points: the ball's lowest point (u = v = 0 of
     # the sample ball) and the ground under the ball's start (the ground maps (u, v) -> (v, -u))
-    w_ball = StorageWindow(src_ball, window_ball, interpolation, centre=(0.0, 0.0) if hb.u0 <= 0 <= hb.u1 else None)
+    w_ball = StorageWindow(src_ball, window_ball, interpolation, centre=(0.0, 0.0) if hb.u0 <= 0 <= hb.u1 else None,
+                           prefetch=prefetch)
     w_ground = StorageWindow(src_ground, window_ground, interpolation,
-                             centre=(0.0, p.x0) if hg.v0 <= p.x0 <= hg.v1 else None)
+                             centre=(0.0, p.x0) if hg.v0 <= p.x0 <= hg.v1 else None, prefetch=prefetch)
     ball_body = Body("ball", mass=p.mass, inertia=np.eye(3) * 0.4 * p.mass * p.radius**2,
                      position=np.array([p.x0, 0.0, p.radius + p.gap]), velocity=np.array([p.vx, 0.0, 0.0]))
     ground_body = Body("ground", fixed=True)
@@ -119,7 +120,7 @@ def _ball_summary(system: MultibodySystem, contact: ContactModel, res: Any, p: B
         ind = []
         for t in ts:
             system.set_state(res.sol(t))
-            ind.append(-system.gap(contact, probe=True))
+            ind.append(-system.gap(contact))
         ind = np.array(ind)
         a = int(np.argmax(ind))
         # refine the maximum with a parabola through the three best samples
@@ -252,7 +253,7 @@ def knee3d(locations: dict[str, str], *, params: KneeParams = KneeParams(), wind
         for lig in ligaments:
             hist[f"ligament_{lig.name}_N"][n] = lig.state(system)[4]
         for c in contacts:
-            ind = max(-system.gap(c, probe=True), 0.0)
+            ind = max(-system.gap(c), 0.0)
             hist[f"{c.name}_indentation_m"][n] = ind
             hist[f"{c.name}_force_N"][n] = c.law.force(ind, 0.0, 1.0) if ind else 0.0  # elastic part
     peak = {lig.name: float(hist[f"ligament_{lig.name}_N"].max()) for lig in ligaments}

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,10 +61,15 @@ class StorageWindow:
     extent : records in u and v; clamped (with a warning) to the table's record grid.
     interpolation : ``"hermite"`` (default) or ``"bilinear"``.
     centre : (u, v) to centre the first window on; default the table's centre.
+    prefetch : after each re-centring, fetch in a background thread the strips the next
+        re-centring will need if the contact point keeps moving the same way (its direction in
+        parameter space is that of the last move). ``stats`` then counts ``prefetch_requests``,
+        ``hidden`` (updates served entirely from prefetched records) and ``stalls`` (updates that
+        fetched or waited for at least one strip).
     """
 
     def __init__(self, source: Source, extent: tuple[int, int] = (3, 3), interpolation: str = "hermite",
-                 centre: tuple[float, float] | None = None) -> None:
+                 centre: tuple[float, float] | None = None, prefetch: bool = False) -> None:
         h = source.header
         wu, wv = int(extent[0]), int(extent[1])
         if wu < 1 or wv < 1:
@@ -93,6 +99,10 @@ class StorageWindow:
         self.requests = 0
         self.wait_s = 0.0
         self.moves: list[tuple[float, RecordBlock]] = []  # (wall time, block) of every placement
+        self.prefetch = prefetch
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"prefetch-{source.name}") if prefetch else None
+        self._pending: dict[RecordBlock, Future] = {}
+        self.prefetch_requests = self.hidden = self.stalls = 0
         u, v = centre if centre is not None else ((h.u0 + h.u1) / 2, (h.v0 + h.v1) / 2)
         self._place(window_block(h, *self.record_of(u, v), wu, wv))
 
@@ -132,12 +142,36 @@ class StorageWindow:
         self.updates += 1
         return True
 
+    def _take_prefetched(self, s: RecordBlock) -> np.ndarray | None:
+        """The records of strip ``s`` from a finished or running prefetch that covers it."""
+        for blk, fut in self._pending.items():
+            if blk.ri0 <= s.ri0 and s.ri1 <= blk.ri1 and blk.rj0 <= s.rj0 and s.rj1 <= blk.rj1:
+                try:
+                    data = fut.result()
+                except SourceError:
+                    return None  # fetched again below, where a failure is reported
+                h = self.header
+                i0, _, j0, _ = h.block_points(blk)
+                a0, a1, b0, b1 = h.block_points(s)
+                return data[a0 - i0:a1 - i0, b0 - j0:b1 - j0]
+        return None
+
     def _place(self, new: RecordBlock) -> None:
         old = self.block
         strips = _new_strips(old, new)
         fetched = []
+        waited = False
         for s in strips:  # fetch everything first: a failing source leaves the window unchanged
             t = time.perf_counter()
+            if self._pending:
+                pre = self._take_prefetched(s)
+                if pre is not None:
+                    dt = time.perf_counter() - t
+                    self.wait_s += dt
+                    waited |= dt > 1e-4
+                    fetched.append((s, pre))
+                    continue
+            waited = True
             try:
                 data = self.source.read_block(s.ri0, s.ri1, s.rj0, s.rj1)
             except SourceError as exc:
@@ -152,6 +186,10 @@ class StorageWindow:
             self._store(s, data)
             self.records_fetched += s.n_records
             self.bytes_fetched += data.nbytes
+        if old is not None and self.prefetch:
+            self.stalls += waited
+            self.hidden += not waited
+            self._prefetch_next(old, new)
         h = self.header
         i0, i1, j0, j1 = h.block_points(new)
         self.ip[2:6] = (i0, i1, j0, j1)
@@ -169,6 +207,22 @@ class StorageWindow:
         if hi_i <= lo_i or hi_j <= lo_j:
             self._quiet = (np.inf, np.inf, -np.inf, -np.inf)
         self.moves.append((time.perf_counter(), new))
+
+    def _prefetch_next(self, old: RecordBlock, new: RecordBlock) -> None:
+        """Start fetching the strips of the window that continues the last move."""
+        self._pending = {b: f for b, f in self._pending.items() if not f.done() or _overlaps(b, new)}
+        du = (new.ri0 + new.ri1) - (old.ri0 + old.ri1)
+        dv = (new.rj0 + new.rj1) - (old.rj0 + old.rj1)
+        wu, wv = self.extent
+        ci, cj = (new.ri0 + new.ri1 - 1) // 2, (new.rj0 + new.rj1 - 1) // 2
+        h = self.header
+        nxt = window_block(h, min(max(ci + int(np.sign(du)) * max(wu // 2, 1), 0), h.n_rec_u - 1),
+                           min(max(cj + int(np.sign(dv)) * max(wv // 2, 1), 0), h.n_rec_v - 1), wu, wv)
+        assert self._pool is not None
+        for s in _new_strips(new, nxt):
+            if s not in self._pending:
+                self._pending[s] = self._pool.submit(self.source.read_block, s.ri0, s.ri1, s.rj0, s.rj1)
+                self.prefetch_requests += 1
 
     def _store(self, s: RecordBlock, data: np.ndarray) -> None:
         """Write a strip into the modulo-addressed buffer (at most 2 x 2 pieces if it wraps)."""
@@ -205,9 +259,16 @@ class StorageWindow:
     @property
     def stats(self) -> dict[str, Any]:
         """``updates``, ``records_fetched``, ``bytes_fetched``, ``requests``, ``wait_s`` (seconds)."""
-        return {"updates": self.updates, "records_fetched": self.records_fetched,
-                "bytes_fetched": self.bytes_fetched, "requests": self.requests, "wait_s": self.wait_s,
-                "extent": list(self.extent)}
+        out = {"updates": self.updates, "records_fetched": self.records_fetched,
+               "bytes_fetched": self.bytes_fetched, "requests": self.requests, "wait_s": self.wait_s,
+               "extent": list(self.extent)}
+        if self.prefetch:
+            out.update(prefetch_requests=self.prefetch_requests, hidden=self.hidden, stalls=self.stalls)
+        return out
+
+
+def _overlaps(a: RecordBlock, b: RecordBlock) -> bool:
+    return a.ri0 < b.ri1 and b.ri0 < a.ri1 and a.rj0 < b.rj1 and b.rj0 < a.rj1
 
 
 def _wrap(a: int, b: int, n: int) -> list[tuple[int, int]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 import warnings
 
 import numpy as np
@@ -232,3 +233,21 @@ def test_http_and_local_windows_agree(store, sample_tables):
     np.testing.assert_array_equal(results[0][0], results[1][0])
     assert results[0][1:] == results[1][1:]
     assert results[0][2] > 0  # the ground window moved as the ball travelled
+
+
+def test_prefetch_hides_updates_and_keeps_data_identical(sample_tables):
+    src = LocalSource(sample_tables / "ground.zarr")
+    h = src.header
+    plain, pre = (StorageWindow(src, (3, 5), centre=(0.0, h.v0 + 20 * h.dv), prefetch=p) for p in (False, True))
+    for k in range(300):  # the contact point moving steadily along +v
+        v = h.v0 + (20 + k) * h.dv
+        for w in (plain, pre):
+            w.update(0.0, v)
+        if k % 37 == 0:
+            time.sleep(0.02)  # let the background fetch finish, as the simulation's own work would
+            np.testing.assert_array_equal(plain.points(), pre.points())
+    assert plain.updates == pre.updates > 5
+    st = pre.stats
+    assert st["prefetch_requests"] >= st["updates"] - 1
+    assert st["hidden"] + st["stalls"] == st["updates"]
+    assert st["hidden"] > 0
