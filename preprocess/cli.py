@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import warnings
 from collections.abc import Sequence
@@ -140,8 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # SIGTERM unwinds like Ctrl-C, so an unfinished table is removed
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(args.func(args))
     except (PreprocessError, SurfaceStoreError) as exc:

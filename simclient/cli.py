@@ -80,6 +80,38 @@ def _bench_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (MB; Linux reports KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _bench_all(args: argparse.Namespace) -> int:
+    """The whole suite: store, contact, windows (Table 6.3) and the sweep."""
+    from simclient.bench_contact import format_contact_bench, run_contact_bench
+    from simclient.bench_store import format_store_bench, run_store_bench
+    from simclient.bench_windows import (format_sweep, format_windows_bench, plot_windows_bench, run_sweep,
+                                         run_windows_bench)
+    from simclient.demo import ensure_sample_tables
+
+    ensure_sample_tables(args.tables, quiet=True)
+    say = _say(args.json)
+    results: dict = {}
+    for name, run, fmt in (("store", run_store_bench, format_store_bench),
+                           ("contact", lambda t, quick, progress: run_contact_bench(t, quick), format_contact_bench),
+                           ("windows", run_windows_bench, format_windows_bench), ("sweep", run_sweep, format_sweep)):
+        say(f"bench {name}")
+        results[name] = run(args.tables, quick=args.quick, progress=say)
+        if not args.json:
+            print(fmt(results[name]), "", sep="\n", flush=True)
+    if args.out is not None:
+        results["windows"]["plot"] = str(plot_windows_bench(results["windows"], args.out / "windows_ratio.png"))
+    if args.json:
+        print(json.dumps(results, indent=2))
+    return 0
+
+
 def _extent(text: str) -> tuple[int, int]:
     try:
         a, b = text.lower().split("x")
@@ -112,11 +144,13 @@ def _run(args: argparse.Namespace) -> int:
             print("  internal rotation [deg] by flexion: " + ", ".join(
                 f"{k}: {v:.1f}" for k, v in summary["internal_rotation_deg"].items()))
         return 0 if summary["status"] == "ok" else 1
-    params = BallParams(law=args.law, cr=args.cr, t_end=args.t_end, **({"K": args.K} if args.K else {}))
+    params = BallParams(law=args.law, cr=args.cr, t_end=args.t_end, vx=args.vx, x0=args.x0,
+                        **({"K": args.K} if args.K else {}))
     say = _say(args.json or not sys.stderr.isatty())
     summary = bouncing_ball(locate(args.ball, args.store, args.tables), locate(args.ground, args.store, args.tables),
                             params=params, window_ball=args.window_ball, window_ground=args.window_ground,
                             interpolation=args.interpolation, method=args.method, source_kwargs=kw,
+                            prefetch=args.prefetch,
                             keep=args.out is not None, progress=None)
     if args.out is not None:
         from simclient.report import save_bouncing_ball
@@ -124,6 +158,7 @@ def _run(args: argparse.Namespace) -> int:
         files = save_bouncing_ball(summary, args.out)
         summary["outputs"] = [str(f) for f in files]
         say(f"wrote {', '.join(str(f) for f in files)}")
+    summary["peak_rss_MB"] = _peak_rss_mb()
     if args.json:
         print(dump(summary))
     else:
@@ -161,6 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--interpolation", choices=["hermite", "bilinear"], default="hermite")
     r.add_argument("--method", default="DOP853", help="solve_ivp method or rk4 [DOP853; knee3d: BDF]")
     r.add_argument("--t-end", type=float, default=0.4, help="seconds [0.4]")
+    r.add_argument("--vx", type=float, default=0.15, help="bouncing-ball: horizontal velocity, m/s [0.15]")
+    r.add_argument("--x0", type=float, default=-0.03, help="bouncing-ball: initial x of the centre, m [-0.03]")
+    r.add_argument("--prefetch", action="store_true", help="prefetch the next window strips")
     r.add_argument("--out", type=Path, help="folder for histories (NPZ, CSV) and plots")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=_run)
@@ -184,6 +222,12 @@ def build_parser() -> argparse.ArgumentParser:
     bw.add_argument("--json", action="store_true")
     bw.add_argument("--out", type=Path, help="folder for the plot of the ratios")
     bw.set_defaults(func=_bench_windows)
+    ba = bsub.add_parser("all", help="the whole suite: store, contact, windows, sweep")
+    ba.add_argument("--tables", type=Path, default=ROOT / "tables", help="sample tables (built if missing)")
+    ba.add_argument("--quick", action="store_true", help="a few minutes in all")
+    ba.add_argument("--json", action="store_true")
+    ba.add_argument("--out", type=Path, help="folder for plots")
+    ba.set_defaults(func=_bench_all)
     bsw = bsub.add_parser("sweep", help="record sizes x window extents x prefetch for a travelling contact")
     bsw.add_argument("--tables", type=Path, default=ROOT / "tables", help="sample tables (built if missing)")
     bsw.add_argument("--quick", action="store_true")

@@ -47,10 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import google_crc32c
-import numcodecs
 import numpy as np
-import zarr
-from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, ZstdCodec
 
 from surfacestore.errors import (
     InvalidTableName,
@@ -108,7 +105,13 @@ _UNWRITTEN = 2**64 - 1
 DEGENERATE_TOL = 1e-9  # shard index entry of a record never written
 
 
+# zarr and numcodecs are imported where needed: a reader (the simulation client) needs neither, and
+# zarr alone adds about 10 MB to a process.
+
+
 def _compressors(codec: str) -> list[Any]:
+    from zarr.codecs import BloscCodec, Crc32cCodec, ZstdCodec
+
     if codec == "none":
         return [Crc32cCodec()]
     if codec == "zstd":
@@ -122,6 +125,8 @@ def _compressor(codec: str) -> Any:
     """numcodecs equivalent of the zarr compressor of ``codec`` (None for ``none``)."""
     if codec == "none":
         return None
+    import numcodecs
+
     if codec == "zstd":
         return numcodecs.Zstd(level=3)
     return numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)
@@ -130,6 +135,8 @@ def _compressor(codec: str) -> Any:
 def _decompressor(codec: str) -> Any:
     if codec == "none":
         return None
+    import numcodecs
+
     if codec == "zstd":
         return numcodecs.Zstd()
     if codec == "blosc":
@@ -473,8 +480,10 @@ class Table:
         if array != "points" and array not in self.header.extras:
             raise UnknownField(f"{self.name}: no per-point array {array!r} (extras: {list(self.header.extras)})")
 
-    def zarr_group(self) -> zarr.Group:
-        """The table as a read-only zarr group (the reference reader)."""
+    def zarr_group(self) -> Any:
+        """The table as a read-only ``zarr.Group`` (the reference reader)."""
+        import zarr
+
         return zarr.open_group(self.path, mode="r")
 
 
@@ -521,6 +530,9 @@ class TableWriter:
     """
 
     def __init__(self, path: Path, header: Header, overwrite: bool) -> None:
+        import zarr
+        from zarr.codecs import BytesCodec
+
         self.path = path
         self.header = header
         self._overwrite = overwrite

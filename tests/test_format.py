@@ -189,7 +189,8 @@ def test_failed_build_leaves_nothing(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_interrupted_cli_build_leaves_no_table(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_cli_build_leaves_no_table(tmp_path, sig):
     spec = tmp_path / "big.toml"
     spec.write_text('[surfaces.big]\nfamily = "plane"\nu_range = [0, 1]\nv_range = [0, 1]\n'
                     'grid = [3000, 3000]\nrecord = [9, 9]\n')
@@ -200,8 +201,8 @@ def test_interrupted_cli_build_leaves_no_table(tmp_path):
     while time.time() < deadline and not (out.exists() and any(out.iterdir())):
         time.sleep(0.05)
     time.sleep(0.5)  # well inside the build (several seconds)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted" in err
-    assert list(out.iterdir()) == []
+    assert list(out.iterdir()) == []  # not even a hidden temporary folder
