@@ -52,7 +52,7 @@ __all__ = ["Placement", "SurfaceSpec", "load_spec", "parse_surface", "build_surf
            "spec_source", "is_current"]
 
 _GRID_KEYS = {"family", "grid", "record", "codec", "shard", "flip", "u_range", "v_range", "u_range_deg",
-              "v_range_deg", "placement", "description"}
+              "v_range_deg", "placement", "description", "fit_report"}
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,8 @@ def sample_points(spec: SurfaceSpec, i0: int, i1: int, j0: int, j1: int) -> np.n
 
 def spec_source(spec: SurfaceSpec) -> dict[str, Any]:
     """The header's ``source`` entry for a definition (family, parameters, ranges, placement)."""
-    return {"family": spec.family.name,
+    extra = {"fit": spec.definition["fit_report"]} if "fit_report" in spec.definition else {}
+    return {"family": spec.family.name, **extra,
             "parameters": {k: v for k, v in spec.definition.items() if k not in _GRID_KEYS},
             "u_range": list(spec.u_range), "v_range": list(spec.v_range),
             "placement": spec.placement.to_dict(), "flip": spec.flip}

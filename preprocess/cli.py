@@ -114,6 +114,45 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return status
 
 
+def _pair(text: str) -> tuple[int, int]:
+    try:
+        a, b = text.lower().split("x")
+        return int(a), int(b)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NxM, got {text!r}") from None
+
+
+def _length(text: str) -> float:
+    from preprocess.fit import UNITS
+
+    for unit in sorted(UNITS, key=len, reverse=True):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * UNITS[unit]
+    return float(text)
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    from preprocess.fit import fit_to_table
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table, report = fit_to_table(args.input, args.out, param=args.param, axis=args.axis, grid=args.grid,
+                                     record=args.record, ctrl=args.ctrl, tol=args.tol, units=args.units,
+                                     overwrite=args.overwrite, residual_map=args.residual_map)
+    for w in {str(c.message) for c in caught if "analytic normal" not in str(c.message)}:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"table": str(table.path), "report": report}, indent=2))
+    else:
+        r = report
+        print(f"fitted {args.input} -> {table.path} ({r['parametrization_chosen']}, control net "
+              f"{r['control_net'][0]} x {r['control_net'][1]}, {r['points']} points)")
+        print(f"  residual mean {r['residual_mean_m'] * 1e3:+.5f} +- {r['residual_sd_m'] * 1e3:.5f} mm, RMS "
+              f"{r['residual_rms_m'] * 1e3:.5f} mm, 99th percentile {r['residual_p99_m'] * 1e3:.5f} mm, max "
+              f"{r['residual_max_m'] * 1e3:.5f} mm")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="preprocess", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -133,6 +172,23 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--json", action="store_true")
     i.add_argument("--no-stats", action="store_true", help="header only")
     i.set_defaults(func=_cmd_inspect)
+
+    f = sub.add_parser("fit", help="fit a mesh or point cloud and build its table")
+    f.add_argument("input", type=Path, help="STL, OBJ, PLY mesh or XYZ/CSV point cloud")
+    f.add_argument("--param", choices=["planar", "auto"], default="auto",
+                   help="parametrization (planar only so far; auto picks planar)")
+    f.add_argument("--axis", help="projection axis for planar (x, y, z, -x, ...); default: best-fit plane")
+    f.add_argument("--grid", type=_pair, default=(201, 201), help="table points, NUxNV [201x201]")
+    f.add_argument("--record", type=_pair, default=(9, 9), help="points per record, UPxVP [9x9]")
+    g = f.add_mutually_exclusive_group()
+    g.add_argument("--ctrl", type=_pair, help="control net MxN (default: grown until --tol)")
+    g.add_argument("--tol", type=_length, help="RMS tolerance, e.g. 0.01mm [0.01mm]")
+    f.add_argument("--units", default="m", help="units of the input coordinates [m]")
+    f.add_argument("--out", type=Path, required=True, help="output table, NAME.zarr")
+    f.add_argument("--overwrite", action="store_true")
+    f.add_argument("--residual-map", type=Path, help="PNG of the residuals over the parameters")
+    f.add_argument("--json", action="store_true")
+    f.set_defaults(func=_cmd_fit)
 
     v = sub.add_parser("verify", help="check tables; exit 1 listing the failing records")
     v.add_argument("tables", type=Path, nargs="+")
