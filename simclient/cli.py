@@ -211,33 +211,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="benchmarks")
     bsub = b.add_subparsers(dest="bench", required=True)
-    bs = bsub.add_parser("store", help="store latency and throughput over loopback")
-    bs.add_argument("--tables", type=Path, default=ROOT / "tables", help="sample tables (built if missing)")
-    bs.add_argument("--quick", action="store_true")
-    bs.add_argument("--json", action="store_true")
-    bs.set_defaults(func=_bench_store)
-    bw = bsub.add_parser("windows", help="the thesis' Table 6.3: window sizes with the bouncing ball")
-    bw.add_argument("--tables", type=Path, default=ROOT / "tables", help="sample tables (built if missing)")
-    bw.add_argument("--quick", action="store_true")
-    bw.add_argument("--json", action="store_true")
-    bw.add_argument("--out", type=Path, help="folder for the plot of the ratios")
-    bw.set_defaults(func=_bench_windows)
-    ba = bsub.add_parser("all", help="the whole suite: store, contact, windows, sweep")
-    ba.add_argument("--tables", type=Path, default=ROOT / "tables", help="sample tables (built if missing)")
-    ba.add_argument("--quick", action="store_true", help="a few minutes in all")
-    ba.add_argument("--json", action="store_true")
-    ba.add_argument("--out", type=Path, help="folder for plots")
-    ba.set_defaults(func=_bench_all)
-    bsw = bsub.add_parser("sweep", help="record sizes x window extents x prefetch for a travelling contact")
-    bsw.add_argument("--tables", type=Path, default=ROOT / "tables", help="sample tables (built if missing)")
-    bsw.add_argument("--quick", action="store_true")
-    bsw.add_argument("--json", action="store_true")
-    bsw.set_defaults(func=_bench_sweep)
-    bc = bsub.add_parser("contact", help="contact-evaluation cost and interpolation error")
-    bc.add_argument("--tables", type=Path, default=ROOT / "tables", help="sample tables (built if missing)")
-    bc.add_argument("--quick", action="store_true")
-    bc.add_argument("--json", action="store_true")
-    bc.set_defaults(func=_bench_contact)
+    benches = [("store", "store latency and throughput over loopback", _bench_store, None),
+               ("contact", "contact-evaluation cost and interpolation error", _bench_contact, None),
+               ("windows", "the thesis' Table 6.3: window sizes with the bouncing ball", _bench_windows,
+                "folder for the plot of the ratios"),
+               ("sweep", "record sizes x window extents x prefetch for a travelling contact", _bench_sweep, None),
+               ("all", "the whole suite: store, contact, windows, sweep", _bench_all, "folder for plots")]
+    for name, text, func, out in benches:
+        bp = bsub.add_parser(name, help=text)
+        bp.add_argument("--tables", type=Path, default=ROOT / "tables", help="sample tables (built if missing)")
+        bp.add_argument("--quick", action="store_true", help="a short run (a few minutes for 'all')")
+        bp.add_argument("--json", action="store_true")
+        if out:
+            bp.add_argument("--out", type=Path, help=out)
+        bp.set_defaults(func=func)
     return p
 
 
