@@ -23,27 +23,15 @@ from simclient.bench_store import serve
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SPEC = """
-[surfaces.ground_1e8]
-family = "plane"
-u_range = [-1.5, 1.5]
-v_range = [-3.0, 3.0]
-grid = [10000, 10000]
-record = [9, 9]
-[surfaces.ground_1e8.placement]
-rotation_axis = [0, 0, 1]
-rotation_deg = -90
+def _ground(name: str, n: int) -> str:
+    """A plane of n x n points in 9 x 9 records at the sample ground's spacing (0.3 mm x 0.6 mm)."""
+    half_u, half_v = 1.5 * n / 10000, 3.0 * n / 10000
+    return (f'[surfaces.{name}]\nfamily = "plane"\nu_range = [{-half_u}, {half_u}]\nv_range = [{-half_v}, {half_v}]\n'
+            f'grid = [{n}, {n}]\nrecord = [9, 9]\n[surfaces.{name}.placement]\nrotation_axis = [0, 0, 1]\n'
+            'rotation_deg = -90\n')
 
-[surfaces.ground_1e6]
-family = "plane"
-u_range = [-0.15, 0.15]
-v_range = [-0.3, 0.3]
-grid = [1000, 1000]
-record = [9, 9]
-[surfaces.ground_1e6.placement]
-rotation_axis = [0, 0, 1]
-rotation_deg = -90
-"""
+
+SPEC = _ground("ground_1e8", 10000) + _ground("ground_1e6", 1000)
 
 
 def client_run(url: str, ground: str, t_end: float) -> dict:

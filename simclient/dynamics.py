@@ -32,9 +32,9 @@ import numba
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from simclient.contact import Contact, ContactPair
+from simclient.contact import Contact, ContactPair, indentation_rate
 from simclient.errors import ContactError, SimulationError
-from simclient.poses import rotation_matrix
+from simclient.poses import normalize_euler, point_velocity, rotation_matrix, surface_pose
 from simclient.window import StorageWindow
 
 __all__ = ["Body", "Surface", "ContactModel", "MultibodySystem", "SimulationResult", "simulate",
@@ -178,12 +178,13 @@ class MultibodySystem:
         pose = self._surface_poses.get(id(s))
         if pose is None:
             r, A, _, _ = self.pose(s.body)
-            pose = self._surface_poses[id(s)] = (np.ascontiguousarray(A @ s.rotation), r + A @ s.offset)
+            R, c = surface_pose(r, A, s.offset, s.rotation)
+            pose = self._surface_poses[id(s)] = (np.ascontiguousarray(R), c)
         return pose
 
     def velocity_at(self, body: Body, P: np.ndarray) -> np.ndarray:
         k = self._bidx[id(body)]
-        return _point_velocity(self._r[k], self._v[k], self._w[k], P)
+        return point_velocity(self._v[k], self._w[k], self._r[k], P)
 
     # -- contacts ----------------------------------------------------------------------------------
 
@@ -211,9 +212,7 @@ class MultibodySystem:
         return c.pair.detect(Ri, ci, Rj, cj, strict=True)
 
     def indentation_rate(self, c: ContactModel, k: Contact) -> float:
-        vi = self.velocity_at(c.i.body, k.point_i)
-        vj = self.velocity_at(c.j.body, k.point_j)
-        return float(np.dot(vj - vi, k.normal))
+        return indentation_rate(k, self.velocity_at(c.i.body, k.point_i), self.velocity_at(c.j.body, k.point_j))
 
     def contact_force(self, c: ContactModel) -> tuple[Contact, float, float]:
         """Detect and evaluate: (contact, indentation rate m/s, normal force N)."""
@@ -377,12 +376,6 @@ def _poses(y, free_idx, r, A, v, w) -> None:
 
 
 @numba.njit(cache=True)
-def _point_velocity(r, v, w, P) -> np.ndarray:
-    d0, d1, d2 = P[0] - r[0], P[1] - r[1], P[2] - r[2]
-    return np.array([v[0] + w[1] * d2 - w[2] * d1, v[1] + w[2] * d0 - w[0] * d2, v[2] + w[0] * d1 - w[1] * d0])
-
-
-@numba.njit(cache=True)
 def _apply(b, P, f, r, F, N) -> None:
     d0, d1, d2 = P[0] - r[b, 0], P[1] - r[b, 1], P[2] - r[b, 2]
     F[b, 0] += f[0]
@@ -475,7 +468,7 @@ def _normalize(system: MultibodySystem, y: np.ndarray) -> np.ndarray:
     y = y.copy()
     for b in system.free:
         k = 13 * system.index[id(b)]
-        y[k + 3:k + 7] /= np.linalg.norm(y[k + 3:k + 7])
+        y[k + 3:k + 7] = normalize_euler(y[k + 3:k + 7])
     return y
 
 

@@ -74,6 +74,10 @@ class StorageWindow:
         wu, wv = int(extent[0]), int(extent[1])
         if wu < 1 or wv < 1:
             raise WindowError(f"{source.name}: window extent {extent} must be at least 1 x 1")
+        if (wu < 3 and wu < h.n_rec_u) or (wv < 3 and wv < h.n_rec_v):
+            raise WindowError(f"{source.name}: window extent {wu} x {wv} is narrower than 3 records: interpolating "
+                              "in the last cell of a record needs the first points of the next one, so a contact "
+                              "point could never sit inside such a window (use 3 or more, or the whole table)")
         if wu > h.n_rec_u or wv > h.n_rec_v:
             warnings.warn(f"{source.name}: window extent {wu} x {wv} exceeds the table's {h.n_rec_u} x "
                           f"{h.n_rec_v} records; clamped", stacklevel=2)
@@ -133,7 +137,7 @@ class StorageWindow:
 
     def update(self, u: float, v: float) -> bool:
         """Apply the update rule for the contact point (u, v); True when the window re-centred."""
-        q = self._quiet
+        q = self.quiet
         if q[0] <= u < q[2] and q[1] <= v < q[3]:
             return False  # fast path: inside the records that need no update
         if not self.needs_update(u, v):
@@ -201,11 +205,11 @@ class StorageWindow:
         hi_i = new.ri1 if new.ri1 == h.n_rec_u else new.ri1 - 1
         lo_j = new.rj0 if new.rj0 == 0 else new.rj0 + 1
         hi_j = new.rj1 if new.rj1 == h.n_rec_v else new.rj1 - 1
-        self.quiet = self._quiet = (h.u0 + lo_i * h.u_pts * h.du, h.v0 + lo_j * h.v_pts * h.dv,
+        self.quiet = (h.u0 + lo_i * h.u_pts * h.du, h.v0 + lo_j * h.v_pts * h.dv,
                        h.u0 + hi_i * h.u_pts * h.du if hi_i < h.n_rec_u else h.u1 + 1e-9 * h.du,
                        h.v0 + hi_j * h.v_pts * h.dv if hi_j < h.n_rec_v else h.v1 + 1e-9 * h.dv)
         if hi_i <= lo_i or hi_j <= lo_j:
-            self._quiet = (np.inf, np.inf, -np.inf, -np.inf)
+            self.quiet = (np.inf, np.inf, -np.inf, -np.inf)
         self.moves.append((time.perf_counter(), new))
 
     def _prefetch_next(self, old: RecordBlock, new: RecordBlock) -> None:

@@ -372,9 +372,6 @@ class Table:
 
     # -- raw records ------------------------------------------------------------------------------
 
-    def _arrays(self) -> tuple[str, ...]:
-        return ("points", *self.header.extras)
-
     def record_nbytes(self, array: str = "points") -> int:
         h = self.header
         return h.u_pts * h.v_pts * (NFIELDS if array == "points" else 1) * 8

@@ -251,3 +251,14 @@ def test_prefetch_hides_updates_and_keeps_data_identical(sample_tables):
     assert st["prefetch_requests"] >= st["updates"] - 1
     assert st["hidden"] + st["stalls"] == st["updates"]
     assert st["hidden"] > 0
+
+
+def test_window_narrower_than_three_records_is_refused(sample_tables):
+    src = LocalSource(sample_tables / "ground.zarr")
+    with pytest.raises(WindowError, match="narrower than 3 records"):
+        StorageWindow(src, (2, 2))
+    with pytest.raises(WindowError, match="narrower than 3 records"):
+        StorageWindow(src, (3, 1))
+    # three records are enough
+    ball9 = LocalSource(sample_tables / "ball_9.zarr")
+    assert StorageWindow(ball9, (3, 3)).extent == (3, 3)
