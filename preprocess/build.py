@@ -12,6 +12,15 @@ A definition file holds one or more named surfaces::
     codec = "none"             # none | zstd | blosc
     shard = "auto"             # records per shard along v, 0 = none, "auto"
     flip = false               # true: the outward side is -(tu x tv)
+
+    [surfaces.insert]          # a surface fitted to a mesh or point cloud (see preprocess.fit)
+    family = "fit"
+    input = "insert.stl"       # relative to this file
+    units = "m"
+    param = "planar"           # planar | cylindrical | spherical | auto
+    back = "plane:y=0"         # optional: thickness to a plane or a second mesh/cloud
+    grid = [201, 201]
+    record = [9, 9]
     [surfaces.ball.placement]  # rigid transform applied to the family's local frame
     translation = [0, 0, 0]    # metres
     rotation_axis = [0, 0, 1]  # with rotation_deg, or rotation_matrix = [[...], [...], [...]]
@@ -33,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from preprocess.errors import DefinitionError, DegenerateNormal
+from preprocess.errors import DefinitionError, DegenerateNormal, PreprocessError
 from preprocess.families import Family, make_family
 from surfacestore.format import (
     CODECS,
@@ -131,6 +140,8 @@ class SurfaceSpec:
     codec: str = DEFAULT_CODEC
     shard: int | str = "auto"
     definition: Mapping[str, Any] = field(default_factory=dict)
+    #: extra per-point fields: name -> function of a span of sampled points (..., 14) -> (...)
+    extras: Mapping[str, Callable[[np.ndarray], np.ndarray]] = field(default_factory=dict)
 
     @property
     def du(self) -> float:
@@ -207,9 +218,14 @@ def load_spec(path: str | Path) -> list[SurfaceSpec]:
     specs = []
     for name, d in surfaces.items():
         try:
-            specs.append(parse_surface(name, d))
-        except DefinitionError as exc:
-            raise DefinitionError(f"{path}: {exc}") from None
+            if isinstance(d, Mapping) and d.get("family") == "fit":
+                from preprocess.fit import fit_spec
+
+                specs.append(fit_spec(name, d, base=path.parent)[0])
+            else:
+                specs.append(parse_surface(name, d))
+        except PreprocessError as exc:
+            raise type(exc)(f"{path}: {exc}") from None
     return specs
 
 
@@ -289,7 +305,7 @@ def build_surface(spec: SurfaceSpec, out_dir: str | Path, *, overwrite: bool = F
     writer = create_table(Path(out_dir) / f"{spec.name}{TABLE_SUFFIX}", u_npts=nu, v_npts=nv, u_pts=up,
                           v_pts=vp, u0=spec.u_range[0], v0=spec.v_range[0], du=spec.du, dv=spec.dv,
                           source=spec_source(spec), codec=spec.codec, shard=spec.shard,
-                          normal_sign=-1 if spec.flip else 1, overwrite=overwrite)
+                          normal_sign=-1 if spec.flip else 1, extras=tuple(spec.extras), overwrite=overwrite)
     h = writer.header
     span = h.shard_records or max(1, SHARD_TARGET_BYTES // h.record_bytes)
     with writer:
@@ -298,7 +314,7 @@ def build_surface(spec: SurfaceSpec, out_dir: str | Path, *, overwrite: bool = F
                 rj1 = min(rj0 + span, h.n_rec_v)
                 i0, i1 = ri * up, min((ri + 1) * up, nu)
                 pts = sample_points(spec, i0, i1, rj0 * vp, min(rj1 * vp, nv))
-                writer.write_records(ri, rj0, rj1, pts)
+                writer.write_records(ri, rj0, rj1, pts, extras={k: f(pts) for k, f in spec.extras.items()})
                 if progress is not None:
                     progress(rj1 - rj0)
         return writer.commit()

@@ -136,8 +136,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        table, report = fit_to_table(args.input, args.out, param=args.param, axis=args.axis, grid=args.grid,
-                                     record=args.record, ctrl=args.ctrl, tol=args.tol, units=args.units,
+        table, report = fit_to_table(args.input, args.out, param=args.param, axis=args.axis,
+                                     grid=list(args.grid), record=list(args.record), ctrl=args.ctrl, tol=args.tol,
+                                     units=args.units, method=args.method, back=args.back,
                                      overwrite=args.overwrite, residual_map=args.residual_map)
     for w in {str(c.message) for c in caught if "analytic normal" not in str(c.message)}:
         print(f"warning: {w}", file=sys.stderr)
@@ -145,11 +146,22 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         print(json.dumps({"table": str(table.path), "report": report}, indent=2))
     else:
         r = report
-        print(f"fitted {args.input} -> {table.path} ({r['parametrization_chosen']}, control net "
-              f"{r['control_net'][0]} x {r['control_net'][1]}, {r['points']} points)")
+        net = (f"control net {r['control_net'][0]} x {r['control_net'][1]}" if "control_net" in r
+               else f"{r['centres']} thin-plate centres")
+        print(f"fitted {args.input} -> {table.path} ({r['parametrization_chosen']}; {r['method']}, {net}, "
+              f"{r['points']} points)")
         print(f"  residual mean {r['residual_mean_m'] * 1e3:+.5f} +- {r['residual_sd_m'] * 1e3:.5f} mm, RMS "
               f"{r['residual_rms_m'] * 1e3:.5f} mm, 99th percentile {r['residual_p99_m'] * 1e3:.5f} mm, max "
               f"{r['residual_max_m'] * 1e3:.5f} mm")
+        print(f"  footprint: {r['footprint_fraction']:.1%} of the table within {r['footprint_radius_m'] * 1e3:.3f} mm "
+              "of the data (extra field data_distance)")
+        if "thickness_m" in r:
+            t = r["thickness_m"]
+            print(f"  thickness to {r['back']}: {t['min'] * 1e3:.3f} .. {t['max'] * 1e3:.3f} mm (median "
+                  f"{t['median'] * 1e3:.3f})")
+        if r.get("tolerance_met") is False:
+            print("  warning: the tolerance was not met (the least-bending fit with the smallest residual is "
+                  "stored)", file=sys.stderr)
     return 0
 
 
@@ -175,9 +187,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     f = sub.add_parser("fit", help="fit a mesh or point cloud and build its table")
     f.add_argument("input", type=Path, help="STL, OBJ, PLY mesh or XYZ/CSV point cloud")
-    f.add_argument("--param", choices=["planar", "auto"], default="auto",
-                   help="parametrization (planar only so far; auto picks planar)")
-    f.add_argument("--axis", help="projection axis for planar (x, y, z, -x, ...); default: best-fit plane")
+    f.add_argument("--param", choices=["planar", "cylindrical", "spherical", "auto"], default="auto",
+                   help="parametrization of the data [auto: planar, spherical or cylindrical, and says why]")
+    f.add_argument("--axis", help="planar: projection normal; cylindrical: axis; spherical: dome direction "
+                                  "(x, y, z, -x, ... or ax,ay,az); default: estimated")
+    f.add_argument("--method", choices=["bspline", "tps"], default="bspline",
+                   help="penalized B-spline, or Argatov's regularized thin plate (planar) [bspline]")
+    f.add_argument("--back", help="back surface for the thickness field: a mesh/cloud file or plane:AXIS=VALUE "
+                                  "(VALUE in --units), e.g. plane:y=0")
     f.add_argument("--grid", type=_pair, default=(201, 201), help="table points, NUxNV [201x201]")
     f.add_argument("--record", type=_pair, default=(9, 9), help="points per record, UPxVP [9x9]")
     g = f.add_mutually_exclusive_group()

@@ -30,6 +30,7 @@ __all__ = [
     "Torus",
     "EllipticParaboloid",
     "Nurbs",
+    "ThinPlate",
     "FAMILIES",
     "make_family",
     "basis_matrix",
@@ -330,8 +331,63 @@ class Nurbs(Family):
         return self._combine(A, Au, Av)
 
 
+class ThinPlate(Family):
+    """A thin-plate-spline height field over a plane (Argatov eq. 34):
+    ``s(u, v) = origin + u e1 + v e2 + w(u, v) normal`` with
+    ``w = b0 + b1 u/L + b2 v/L + sum_k f_k phi(|(u, v) - c_k| / L)``, ``phi(r) = r^2 ln r``.
+
+    Parameters: ``origin``, ``e1``, ``e2``, ``normal`` (unit, e1 x e2 = normal), ``centres`` (k, 2)
+    in metres, ``weights`` f (k,) and ``affine`` (b0, b1, b2) in metres, ``scale`` L (m). The
+    domain must be given (``u_range``, ``v_range``, metres).
+    """
+
+    name = "thin_plate"
+    params = ("origin", "e1", "e2", "normal", "centres", "weights", "affine", "scale")
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        missing = set(self.params) - set(params)
+        if missing:
+            raise DefinitionError(f"{self.name}: missing parameter(s) {sorted(missing)}")
+        self.frame = [_vector(self.name, params[k], k) for k in ("origin", "e1", "e2", "normal")]
+        self.c = np.asarray(params["centres"], float)
+        self.f = np.asarray(params["weights"], float)
+        self.b = np.asarray(params["affine"], float)
+        self.L = float(params["scale"])
+        if (self.c.ndim != 2 or self.c.shape[1] != 2 or self.f.shape != (len(self.c),) or self.b.shape != (3,)
+                or not (np.isfinite(self.c).all() and np.isfinite(self.f).all() and np.isfinite(self.b).all())
+                or not self.L > 0):
+            raise DefinitionError(f"{self.name}: centres (k, 2), weights (k,), affine (3,) must be finite "
+                                  "and scale positive")
+
+    @staticmethod
+    def kernel(x: np.ndarray, c: np.ndarray, scale: float) -> np.ndarray:
+        """``phi(|x_i - c_k| / scale)`` for points ``x`` (n, 2) and centres ``c`` (k, 2)."""
+        r2 = ((x[:, None, :] - c[None, :, :]) ** 2).sum(-1) / scale**2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(r2 > 0, 0.5 * r2 * np.log(r2), 0.0)
+
+    def evaluate(self, u: np.ndarray, v: np.ndarray) -> Arrays:
+        u, v = np.broadcast_arrays(np.asarray(u, float), np.asarray(v, float))
+        x = np.column_stack([u.ravel(), v.ravel()])
+        w, g = np.empty(len(x)), np.empty((len(x), 2))
+        for i in range(0, len(x), 2000):  # bounded memory: points x centres per chunk
+            d = (x[i:i + 2000, None, :] - self.c[None, :, :]) / self.L
+            r2 = (d**2).sum(-1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lg = np.where(r2 > 0, np.log(r2), 0.0)
+            w[i:i + 2000] = self.b[0] + x[i:i + 2000] @ self.b[1:] / self.L + (0.5 * r2 * lg) @ self.f
+            # d/dx (r^2 ln r) = (2 ln r + 1) (x - c) = (ln r2 + 1) (x - c), then / L for metres
+            g[i:i + 2000] = (self.b[1:] + np.einsum("nk,nkj->nj", (lg + 1) * self.f, d)) / self.L
+        o, e1, e2, n = self.frame
+        s = o + x[:, :1] * e1 + x[:, 1:] * e2 + w[:, None] * n
+        su = e1 + g[:, :1] * n
+        sv = e2 + g[:, 1:] * n
+        return tuple(a.reshape(u.shape + (3,)) for a in (s, su, sv))  # type: ignore[return-value]
+
+
 FAMILIES: dict[str, type[Family]] = {
-    cls.name: cls for cls in (Plane, Sphere, Ellipsoid, Cylinder, Torus, EllipticParaboloid, Nurbs)
+    cls.name: cls for cls in (Plane, Sphere, Ellipsoid, Cylinder, Torus, EllipticParaboloid, Nurbs, ThinPlate)
 }
 
 

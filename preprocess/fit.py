@@ -1,53 +1,95 @@
-"""Fitting surfaces to point clouds and triangle meshes (first part: planar height fields).
+"""Fitting surfaces to point clouds and triangle meshes.
 
-``fit_surface`` reads a mesh (STL, OBJ, PLY through trimesh) or a point cloud (XYZ/CSV), projects
-the points on a plane (a given axis or the best-fit plane), refuses projections that fold, and fits
-a tensor-product B-spline height field ``h(a, b)`` over the plane by penalized least squares
-(sparse design matrix, second-difference smoothing penalty, degree 3). Because a clamped B-spline
-reproduces its parameter with control points at the Greville abscissae, the fitted surface
-``s(a, b) = o + a e1 + b e2 + h(a, b) n`` is exactly a B-spline surface, returned as the parameters
-of the ``nurbs`` family so that tables are built, and derivatives evaluated, by the same code as
-any NURBS definition.
+Pipeline (``fit_spec`` / ``fit_to_table``):
 
-The fit report (residuals along the plane normal at the data points: mean, sd, RMS, max, 99th
-percentile; control net; parametrization) is returned as data and stored in the table header's
-``source``. Units: metres (input scaled by ``units``).
+1. :func:`load_data` reads a mesh (STL, OBJ, PLY through trimesh) or a point cloud (XYZ/CSV) in
+   the declared units and converts to metres.
+2. A :class:`Parametrization` maps every data point to parameters ``(u, v)`` in metres and a
+   "height" ``h`` along the projection direction: planar (``u, v`` in a plane, ``h`` along its
+   normal), cylindrical (``u`` = arc length ``R theta`` about an axis, ``v`` along it, ``h`` the
+   radius) or spherical (``u``, ``v`` = ``R`` x longitude, latitude about a centre, the dome on the
+   equator so the grid has no pole; ``h`` the distance to the centre). A projection that folds
+   (nearby parameters, very different heights) is refused.
+3. ``bspline`` (default): a tensor-product B-spline surface ``s(u, v)`` (degree 3, clamped uniform
+   knots) fitted to the three coordinates by penalized least squares (sparse design matrix,
+   second-difference penalty on the control net), the control net given or grown until the RMS
+   distance is below the tolerance. For curved parametrizations the data parameters are then
+   corrected to the foot points on the fitted surface and the fit repeated (Hoschek's parameter
+   correction), so residuals are orthogonal distances. The result is exactly a ``nurbs`` family
+   definition (unit weights), built and differentiated by the same code as any NURBS table.
+   ``tps`` (planar only): Argatov's regularized thin-plate fit, eqs. (34)-(38): the height field
+   ``w = b0 + b1 a + b2 b + sum f_k r_k^2 ln r_k`` minimizing the bending energy subject to the RMS
+   residual equal to the tolerance (the Lagrange multiplier found by bisection). Assumption: for
+   more than 1500 points the radial functions are centred on 1500 of them, spread evenly (a
+   low-rank thin-plate spline), which keeps the solve dense but small.
+4. Extra per-point fields of the table: ``data_distance`` (m) from each table point to the nearest
+   data point (mesh vertices and triangle centroids), so contact code can ignore the extrapolated
+   part of the rectangular domain; ``thickness`` (m) to a back surface (a mesh or cloud: along the
+   normal; a plane ``plane:y=0``: the perpendicular distance, Bei & Fregly's insert convention).
 
-Not yet: cylindrical and spherical parametrizations, the thin-plate (``tps``) method, thickness
-to a back surface, and the data-distance extra field.
+The fit report (signed orthogonal residuals at the data points: mean, sd, RMS, max, 99th
+percentile; control net; parametrization; footprint fraction) is returned, stored in the table
+header's ``source`` and optionally drawn as a residual map (PNG). Units: metres throughout.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
-from dataclasses import dataclass
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.interpolate import BSpline
-from scipy.sparse.linalg import spsolve
+from scipy.interpolate import BSpline, NdBSpline
+from scipy.sparse.linalg import splu
 from scipy.spatial import cKDTree
 
-from preprocess.errors import FitError
+from preprocess.errors import DefinitionError, FitError
 
-__all__ = ["UNITS", "load_points", "PlanarParametrization", "fit_height_field", "FitResult", "fit_to_table"]
+__all__ = ["UNITS", "FitData", "load_data", "Parametrization", "PlanarParametrization", "CylindricalParametrization",
+           "SphericalParametrization", "choose_parametrization", "fit_bspline", "fit_tps", "FitResult", "fit_spec",
+           "fit_to_table", "FIT_KEYS"]
 
 UNITS = {"m": 1.0, "mm": 1e-3, "cm": 1e-2, "um": 1e-6}
+DEFAULT_TOL = 1e-5  # m: RMS tolerance when none is given (half the 0.02 mm target for implant CAD)
+FOOTPRINT_FACTOR = 2.0  # a table point is inside the footprint within 2x the data's p95 spacing
+TPS_MAX_CENTRES = 1500
+
+#: keys of a ``family = "fit"`` definition in a TOML file (besides the grid keys)
+FIT_KEYS = {"input", "param", "axis", "ctrl", "tol", "units", "method", "back", "degree", "smoothing"}
 
 
-def load_points(path: str | Path, units: str = "m") -> tuple[np.ndarray, np.ndarray | None]:
-    """Vertices of a mesh (STL, OBJ, PLY) or the rows of a point cloud (XYZ/CSV), in metres, and
-    the mesh's area-weighted mean face normal (None for a point cloud)."""
+# --------------------------------------------------------------------------------------------- data
+@dataclass(frozen=True)
+class FitData:
+    """Points to fit (m), their unit normals when the input is a mesh, denser footprint samples
+    (vertices and triangle centroids) and the area-weighted mean face normal."""
+
+    path: Path
+    points: np.ndarray
+    normals: np.ndarray | None = None
+    footprint: np.ndarray | None = None
+    mean_normal: np.ndarray | None = None
+
+    @property
+    def footprint_points(self) -> np.ndarray:
+        return self.points if self.footprint is None else self.footprint
+
+
+def load_data(path: str | Path, units: str = "m") -> FitData:
+    """Read a mesh (STL, OBJ, PLY) or a point cloud (XYZ/CSV: x y z per row) and convert to metres."""
     path = Path(path)
     if units not in UNITS:
         raise FitError(f"unknown units {units!r}; choose one of {', '.join(UNITS)}")
     if not path.is_file():
         raise FitError(f"{path}: no such file")
     suffix = path.suffix.lower()
-    mean_normal = None
+    normals = footprint = mean_normal = None
     try:
         if suffix in (".xyz", ".csv", ".txt"):
             with warnings.catch_warnings():
@@ -59,9 +101,11 @@ def load_points(path: str | Path, units: str = "m") -> tuple[np.ndarray, np.ndar
 
             mesh = trimesh.load(path, force="mesh")
             pts = np.asarray(mesh.vertices, dtype=float)
-            if len(mesh.faces):
-                w = mesh.face_normals * mesh.area_faces[:, None]
-                mean_normal = w.sum(axis=0) / max(mesh.area_faces.sum(), 1e-300)
+            if len(mesh.faces) and np.isfinite(pts).all():
+                area = mesh.area_faces
+                mean_normal = (mesh.face_normals * area[:, None]).sum(axis=0) / max(area.sum(), 1e-300)
+                normals = np.asarray(mesh.vertex_normals, dtype=float)
+                footprint = np.concatenate([pts, mesh.triangles_center]) * UNITS[units]
     except Exception as exc:  # readers raise assorted errors for unreadable files
         raise FitError(f"{path}: cannot read ({exc})") from None
     if pts.ndim != 2 or pts.shape[0] == 0 or pts.shape[1] != 3:
@@ -73,85 +117,276 @@ def load_points(path: str | Path, units: str = "m") -> tuple[np.ndarray, np.ndar
     if extent > 1.0:
         warnings.warn(f"{path}: the data span {extent:.3g} m; for a joint surface that is suspicious "
                       "(wrong units? use --units mm)", stacklevel=2)
-    return pts, mean_normal
+    return FitData(path, pts, normals, footprint, mean_normal)
+
+
+# ---------------------------------------------------------------------------- parametrizations
+class Parametrization(ABC):
+    """Maps data points to parameters ``(u, v)`` (m) and a height ``h`` (m) along the projection."""
+
+    kind: str
+
+    @abstractmethod
+    def project(self, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(u, v, h)`` of points ``(N, 3)``; ``u x v`` of the fitted surface points along ``outward``."""
+
+    @abstractmethod
+    def outward(self, pts: np.ndarray) -> np.ndarray:
+        """Unit projection direction at the points (the side the table's normals face)."""
+
+    @abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        ...
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v)
+
+
+def _perpendicular(n: np.ndarray) -> np.ndarray:
+    helper = np.array([1.0, 0, 0]) if abs(n[0]) < 0.9 else np.array([0, 0, 1.0])
+    return _unit(helper - (helper @ n) * n)
+
+
+def _check_spread(pts: np.ndarray) -> np.ndarray:
+    """Singular values of the centred points; refuse (nearly) collinear data."""
+    q = pts - pts.mean(axis=0)
+    s = np.linalg.svd(q[:: max(1, len(q) // 20000)], compute_uv=False)
+    if s[1] <= 1e-9 * s[0]:
+        raise FitError("degenerate data: the points are (nearly) collinear")
+    return s
 
 
 @dataclass(frozen=True)
-class PlanarParametrization:
+class PlanarParametrization(Parametrization):
     """Projection on a plane: origin ``o``, in-plane unit axes ``e1``, ``e2`` and normal ``n``
-    (right-handed: e1 x e2 = n); ``(a, b) = ((p - o).e1, (p - o).e2)``, ``h = (p - o).n``."""
+    (right-handed: e1 x e2 = n); ``(u, v) = ((p - o).e1, (p - o).e2)``, ``h = (p - o).n``."""
 
     origin: np.ndarray
     e1: np.ndarray
     e2: np.ndarray
     n: np.ndarray
+    kind = "planar"
 
     @classmethod
     def fit(cls, pts: np.ndarray, axis: str | np.ndarray | None = None,
             outward: np.ndarray | None = None) -> PlanarParametrization:
         """Plane through the centroid normal to ``axis`` (x, y, z, -x, ... or a vector), or the
         best-fit plane (smallest principal direction) when ``axis`` is None, its normal turned
-        towards ``outward`` (a mesh's mean normal) when given, else towards its largest positive
-        component."""
+        towards ``outward`` (a mesh's mean normal) when given, else towards its largest component."""
+        _check_spread(pts)
         c = pts.mean(axis=0)
-        q = pts - c
-        _, s, vt = np.linalg.svd(q[:: max(1, len(q) // 20000)], full_matrices=False)
-        if s[1] <= 1e-9 * s[0]:
-            raise FitError("degenerate data: the points are (nearly) collinear")
         if axis is None:
-            n = vt[2]
+            n = np.linalg.svd(pts[:: max(1, len(pts) // 20000)] - c, full_matrices=False)[2][2]
             ref = outward if outward is not None and np.linalg.norm(outward) > 0 else np.sign(n[np.argmax(abs(n))]) * n
-            if n @ ref < 0:
-                n = -n
+            n = n if n @ ref >= 0 else -n
         else:
             n = _axis_vector(axis)
-        helper = np.array([1.0, 0, 0]) if abs(n[0]) < 0.9 else np.array([0, 0, 1.0])
-        e1 = helper - (helper @ n) * n
-        e1 /= np.linalg.norm(e1)
-        e2 = np.cross(n, e1)
-        return cls(c, e1, e2, n)
+        e1 = _perpendicular(n)
+        return cls(c, e1, np.cross(n, e1), n)
 
     def project(self, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         q = pts - self.origin
         return q @ self.e1, q @ self.e2, q @ self.n
 
+    def outward(self, pts: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(self.n, pts.shape)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "planar", "origin": self.origin.tolist(), "e1": self.e1.tolist(), "e2": self.e2.tolist(),
+        return {"kind": self.kind, "origin": self.origin.tolist(), "e1": self.e1.tolist(), "e2": self.e2.tolist(),
                 "normal": self.n.tolist()}
+
+
+@dataclass(frozen=True)
+class CylindricalParametrization(Parametrization):
+    """Cylindrical coordinates about the axis through ``origin`` along ``axis``: ``u = R theta``
+    (theta from ``e1`` towards ``e2 = axis x e1``, in (-pi, pi]), ``v = (p - o).axis``,
+    ``h`` = distance from the axis; ``R`` is the data's mean radius. Normals face away from the axis."""
+
+    origin: np.ndarray
+    axis: np.ndarray
+    e1: np.ndarray
+    radius: float
+    kind = "cylindrical"
+
+    @property
+    def e2(self) -> np.ndarray:
+        return np.cross(self.axis, self.e1)
+
+    @classmethod
+    def fit(cls, data: FitData, axis: str | np.ndarray | None = None) -> CylindricalParametrization:
+        """Axis given, or the direction least represented in the normals (a cylinder's normals are
+        all perpendicular to its axis); the axis position from a circle fit of the points projected
+        along it; ``e1`` towards the data's mean direction, so the data sit around theta = 0."""
+        pts = data.points
+        _check_spread(pts)
+        if axis is None:
+            nrm = data.normals if data.normals is not None else _estimate_normals(pts)
+            a = np.linalg.eigh(nrm.T @ nrm)[1][:, 0]
+            a = a * np.sign(a[np.argmax(abs(a))])
+        else:
+            a = _axis_vector(axis)
+        e1, e2 = _perpendicular(a), np.cross(a, _perpendicular(a))
+        x, y = pts @ e1, pts @ e2
+        cx, cy, r = _circle_fit(x, y)
+        origin = cx * e1 + cy * e2 + (pts.mean(axis=0) @ a) * a
+        q = pts - origin
+        radial = q - np.outer(q @ a, a)
+        mean_dir = radial.mean(axis=0) if np.linalg.norm(radial.mean(axis=0)) > 1e-9 * r else e1
+        return cls(origin, a, _unit(mean_dir - (mean_dir @ a) * a), float(np.linalg.norm(radial, axis=1).mean()))
+
+    def project(self, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        q = pts - self.origin
+        x, y = q @ self.e1, q @ self.e2
+        return self.radius * np.arctan2(y, x), q @ self.axis, np.hypot(x, y)
+
+    def outward(self, pts: np.ndarray) -> np.ndarray:
+        q = pts - self.origin
+        r = q - np.outer(q @ self.axis, self.axis)
+        return r / np.linalg.norm(r, axis=1, keepdims=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "origin": self.origin.tolist(), "axis": self.axis.tolist(), "e1": self.e1.tolist(),
+                "radius_m": self.radius}
+
+
+@dataclass(frozen=True)
+class SphericalParametrization(Parametrization):
+    """Longitude/latitude about ``centre`` with the dome direction ``d`` on the equator at
+    longitude 0 and the pole ``p`` perpendicular to it: ``u = R lon``, ``v = R lat``, ``h = |q|``.
+    Keeping the pole out of the dome keeps the grid regular. Normals face away from the centre."""
+
+    centre: np.ndarray
+    d: np.ndarray
+    pole: np.ndarray
+    radius: float
+    kind = "spherical"
+
+    @classmethod
+    def fit(cls, data: FitData, axis: str | np.ndarray | None = None) -> SphericalParametrization:
+        """Centre and radius by an algebraic sphere fit; the dome direction ``axis`` given or the
+        mean direction of the data from the centre."""
+        pts = data.points
+        _check_spread(pts)
+        c, r = _sphere_fit(pts)
+        d = _axis_vector(axis) if axis is not None else _unit((pts - c).mean(axis=0))
+        return cls(c, d, _perpendicular(d), r)
+
+    def project(self, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        q = pts - self.centre
+        w = np.cross(self.pole, self.d)
+        rho = np.linalg.norm(q, axis=1)
+        lon = np.arctan2(q @ w, q @ self.d)
+        lat = np.arcsin(np.clip(q @ self.pole / rho, -1, 1))
+        return self.radius * lon, self.radius * lat, rho
+
+    def outward(self, pts: np.ndarray) -> np.ndarray:
+        q = pts - self.centre
+        return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "centre": self.centre.tolist(), "direction": self.d.tolist(),
+                "pole": self.pole.tolist(), "radius_m": self.radius}
 
 
 def _axis_vector(axis: str | np.ndarray) -> np.ndarray:
     if isinstance(axis, str):
         sign = -1.0 if axis.startswith("-") else 1.0
         name = axis.lstrip("+-").lower()
-        if name not in ("x", "y", "z"):
-            raise FitError(f"invalid axis {axis!r}: use x, y, z (optionally signed) or a vector")
-        v = np.zeros(3)
-        v["xyz".index(name)] = sign
-        return v
+        if name in ("x", "y", "z"):
+            v = np.zeros(3)
+            v["xyz".index(name)] = sign
+            return v
+        try:
+            axis = np.array([float(x) for x in axis.split(",")])
+        except ValueError:
+            raise FitError(f"invalid axis {axis!r}: use x, y, z (optionally signed) or a vector ax,ay,az") from None
     v = np.asarray(axis, float)
     if v.shape != (3,) or not np.isfinite(v).all() or np.linalg.norm(v) == 0:
-        raise FitError(f"invalid axis {axis!r}")
+        raise FitError(f"invalid axis {axis!r}: use x, y, z (optionally signed) or a vector ax,ay,az")
     return v / np.linalg.norm(v)
 
 
-def check_folds(a: np.ndarray, b: np.ndarray, h: np.ndarray) -> None:
+def _circle_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Algebraic (Kasa) circle fit: centre and radius."""
+    A = np.column_stack([2 * x, 2 * y, np.ones_like(x)])
+    (cx, cy, k), *_ = np.linalg.lstsq(A, x**2 + y**2, rcond=None)
+    return float(cx), float(cy), float(np.sqrt(k + cx**2 + cy**2))
+
+
+def _sphere_fit(pts: np.ndarray) -> tuple[np.ndarray, float]:
+    """Algebraic sphere fit: centre and radius (m)."""
+    A = np.column_stack([2 * pts, np.ones(len(pts))])
+    x, *_ = np.linalg.lstsq(A, (pts**2).sum(axis=1), rcond=None)
+    return x[:3], float(np.sqrt(x[3] + x[:3] @ x[:3]))
+
+
+def _estimate_normals(pts: np.ndarray, k: int = 12) -> np.ndarray:
+    """Unoriented normals of a point cloud: the smallest principal direction of each point's
+    ``k`` nearest neighbours."""
+    _, idx = cKDTree(pts).query(pts, k=min(k, len(pts)))
+    nb = pts[idx] - pts[idx].mean(axis=1, keepdims=True)
+    return np.linalg.eigh(np.einsum("nki,nkj->nij", nb, nb))[1][:, :, 0]
+
+
+def choose_parametrization(data: FitData, kind: str = "auto",
+                           axis: str | np.ndarray | None = None) -> tuple[Parametrization, str]:
+    """The parametrization named by ``kind`` or, for ``auto``, the first that suits the data:
+    planar when the mean unit normal is >= 0.85 long (the surface faces one way) and the projection
+    does not fold; spherical when a sphere fits within 5 % of its radius and the data span less
+    than 150 degrees seen from its centre (a dome); else cylindrical.
+    Returns the parametrization and a sentence saying why."""
+    if kind == "planar":
+        return PlanarParametrization.fit(data.points, axis, data.mean_normal), "planar (requested)"
+    if kind == "cylindrical":
+        return CylindricalParametrization.fit(data, axis), "cylindrical (requested)"
+    if kind == "spherical":
+        return SphericalParametrization.fit(data, axis), "spherical (requested)"
+    if kind != "auto":
+        raise FitError(f"unknown parametrization {kind!r}; choose planar, cylindrical, spherical or auto")
+    pts = data.points
+    _check_spread(pts)
+    if data.mean_normal is not None:
+        facing = float(np.linalg.norm(data.mean_normal))
+    else:  # a cloud's normals, turned towards the best-fit plane's normal
+        nrm = _estimate_normals(pts)
+        n0 = np.linalg.svd(pts[:: max(1, len(pts) // 20000)] - pts.mean(axis=0), full_matrices=False)[2][2]
+        facing = float(np.linalg.norm((nrm * np.sign(nrm @ n0)[:, None]).mean(axis=0)))
+    if facing >= 0.85:
+        par = PlanarParametrization.fit(pts, axis, data.mean_normal)
+        try:
+            check_folds(*par.project(pts))
+            return par, f"planar (auto: mean normal length {facing:.2f} >= 0.85)"
+        except FitError:
+            pass
+    c, r = _sphere_fit(pts)
+    q = (pts - c) / np.linalg.norm(pts - c, axis=1, keepdims=True)
+    rel = float(np.std(np.linalg.norm(pts - c, axis=1) - r) / r)
+    span = 2 * float(np.degrees(np.arccos(np.clip(q @ _unit(q.mean(axis=0)), -1, 1)).max()))
+    if rel < 0.05 and span < 150:
+        return SphericalParametrization.fit(data, axis), (f"spherical (auto: sphere fit within {rel:.1%} of R, "
+                                                         f"a dome of {span:.0f} deg)")
+    return CylindricalParametrization.fit(data, axis), (f"cylindrical (auto: mean normal length {facing:.2f}, "
+                                                       f"sphere fit off by {rel:.1%} of R, spanning {span:.0f} deg)")
+
+
+def check_folds(u: np.ndarray, v: np.ndarray, h: np.ndarray) -> None:
     """Refuse a projection in which nearby parameters carry very different heights (a fold)."""
-    ab = np.column_stack([a, b])
-    tree = cKDTree(ab)
-    d, _ = tree.query(ab, k=2)
+    uv = np.column_stack([u, v])
+    tree = cKDTree(uv)
+    d, _ = tree.query(uv, k=2)
     spacing = float(np.median(d[:, 1]))
     pairs = tree.query_pairs(r=0.5 * spacing, output_type="ndarray")
     if len(pairs):
         dh = np.abs(h[pairs[:, 0]] - h[pairs[:, 1]])
-        bad = dh > 20 * spacing
-        if bad.any():
+        if (dh > 20 * spacing).any():
             k = pairs[np.argmax(dh)]
-            raise FitError(f"the planar projection folds: points {int(k[0])} and {int(k[1])} map to nearly the same "
-                           f"parameters with heights {dh.max() * 1e3:.3g} mm apart; try --param cylindrical or "
-                           "spherical, or another --axis")
+            raise FitError(f"the projection folds: points {int(k[0])} and {int(k[1])} map to nearly the same "
+                           f"parameters with heights {dh.max() * 1e3:.3g} mm apart; try another --param "
+                           "(planar, cylindrical, spherical) or --axis")
 
 
+# -------------------------------------------------------------------------------------- B-splines
 def _clamped_knots(lo: float, hi: float, n_ctrl: int, p: int) -> np.ndarray:
     inner = np.linspace(lo, hi, n_ctrl - p + 1)
     return np.concatenate([[lo] * p, inner, [hi] * p])
@@ -159,76 +394,6 @@ def _clamped_knots(lo: float, hi: float, n_ctrl: int, p: int) -> np.ndarray:
 
 def _design(x: np.ndarray, t: np.ndarray, p: int) -> sp.csr_matrix:
     return BSpline.design_matrix(x, t, p).tocsr()
-
-
-def _second_difference(n: int) -> sp.csr_matrix:
-    return sp.diags([np.ones(n - 2), -2 * np.ones(n - 2), np.ones(n - 2)], [0, 1, 2], shape=(n - 2, n)).tocsr()
-
-
-@dataclass
-class FitResult:
-    """A fitted surface: ``nurbs`` family parameters, the parametrization and the report."""
-
-    nurbs: dict[str, Any]
-    domain: tuple[tuple[float, float], tuple[float, float]]
-    report: dict[str, Any]
-    residuals: np.ndarray
-    params: np.ndarray
-
-
-def fit_height_field(pts: np.ndarray, param: PlanarParametrization, ctrl: tuple[int, int] | None = None,
-                     tol: float | None = None, degree: int = 3, smoothing: float = 1e-6,
-                     max_ctrl: int = 120) -> FitResult:
-    """Penalized least-squares B-spline height field over the plane of ``param``.
-
-    ``ctrl``: control net size; or grown (from 8 x 8, by 1.5x) until the RMS residual is below
-    ``tol`` (m; default 1e-5 m) or ``max_ctrl`` is reached. ``smoothing`` weighs the second-
-    difference penalty relative to the data term (dimensionless, scaled by the point count).
-    """
-    a, b, h = param.project(pts)
-    check_folds(a, b, h)
-    lo_a, hi_a, lo_b, hi_b = a.min(), a.max(), b.min(), b.max()
-    sizes = [ctrl] if ctrl else []
-    if not sizes:
-        m = 8
-        while m <= max_ctrl:
-            sizes.append((m, m))
-            m = int(math.ceil(m * 1.5))
-    target = 1e-5 if tol is None else tol
-    result = None
-    for mu, mv in sizes:
-        if mu * mv > len(pts):
-            if result is None:
-                raise FitError(f"{len(pts)} points are fewer than the {mu} x {mv} control points")
-            break
-        tu, tv = _clamped_knots(lo_a, hi_a, mu, degree), _clamped_knots(lo_b, hi_b, mv, degree)
-        Bu, Bv = _design(a, tu, degree), _design(b, tv, degree)
-        A = _khatri_rao(Bu, Bv)
-        Du, Dv = _second_difference(mu), _second_difference(mv)
-        P = sp.kron(Du.T @ Du, sp.identity(mv)) + sp.kron(sp.identity(mu), Dv.T @ Dv)
-        lam = smoothing * len(pts) / (mu * mv)
-        c = spsolve((A.T @ A + lam * P).tocsc(), A.T @ h)
-        res = h - A @ c
-        rms = float(np.sqrt(np.mean(res**2)))
-        result = (mu, mv, tu, tv, c, res, rms)
-        if ctrl or rms <= target:
-            break
-    assert result is not None
-    mu, mv, tu, tv, c, res, rms = result
-    # exact B-spline surface: control points at the Greville abscissae
-    ga = np.array([tu[i + 1:i + degree + 1].mean() for i in range(mu)])
-    gb = np.array([tv[j + 1:j + degree + 1].mean() for j in range(mv)])
-    C = c.reshape(mu, mv)
-    P3 = (param.origin + ga[:, None, None] * param.e1 + gb[None, :, None] * param.e2
-          + C[:, :, None] * param.n)
-    nurbs = {"degree_u": degree, "degree_v": degree, "knots_u": tu.tolist(), "knots_v": tv.tolist(),
-             "control_points": P3.tolist()}
-    report = {"method": "bspline", "degree": degree, "control_net": [mu, mv], "smoothing": smoothing,
-              "parametrization": param.to_dict(), "points": int(len(pts)),
-              "residual_mean_m": float(res.mean()), "residual_sd_m": float(res.std()), "residual_rms_m": rms,
-              "residual_max_m": float(np.abs(res).max()), "residual_p99_m": float(np.percentile(np.abs(res), 99)),
-              "tolerance_m": tol}
-    return FitResult(nurbs, ((lo_a, hi_a), (lo_b, hi_b)), report, res, np.column_stack([a, b]))
 
 
 def _khatri_rao(Bu: sp.csr_matrix, Bv: sp.csr_matrix) -> sp.csr_matrix:
@@ -244,43 +409,348 @@ def _khatri_rao(Bu: sp.csr_matrix, Bv: sp.csr_matrix) -> sp.csr_matrix:
     return sp.csr_matrix((vals.ravel(), cols.ravel(), indptr), shape=(n, Bu.shape[1] * nv))
 
 
-def fit_to_table(input_path: str | Path, out: str | Path, *, param: str = "planar", axis: str | None = None,
-                 grid: tuple[int, int] = (201, 201), record: tuple[int, int] = (9, 9), ctrl: tuple[int, int] | None = None,
-                 tol: float | None = None, units: str = "m", overwrite: bool = False,
-                 residual_map: str | Path | None = None) -> tuple[Any, dict[str, Any]]:
-    """Fit ``input_path`` and build the table ``out`` (a ``NAME.zarr`` path); return (table, report)."""
-    from preprocess.build import build_surface, parse_surface
+def _second_difference(n: int) -> sp.csr_matrix:
+    return sp.diags([np.ones(n - 2), -2 * np.ones(n - 2), np.ones(n - 2)], [0, 1, 2], shape=(n - 2, n)).tocsr()
 
-    if param not in ("planar", "auto"):
-        raise FitError(f"parametrization {param!r} is not available yet (planar only)")
-    pts, outward = load_points(input_path, units)
-    par = PlanarParametrization.fit(pts, axis, outward)
-    fit = fit_height_field(pts, par, ctrl=ctrl, tol=tol)
-    report = {**fit.report, "input": str(input_path), "units": units,
-              "parametrization_chosen": "planar" + (" (auto)" if param == "auto" else "")}
+
+Evaluator = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+@dataclass
+class FitResult:
+    """A fitted surface: its family (``nurbs`` or ``thin_plate``) and parameters, the parameter
+    domain ((u0, u1), (v0, v1)) in metres, the report, the signed orthogonal residual (m) of
+    every data point and its foot point's parameters."""
+
+    family: str
+    parameters: dict[str, Any]
+    domain: tuple[tuple[float, float], tuple[float, float]]
+    report: dict[str, Any]
+    residuals: np.ndarray
+    params: np.ndarray = field(repr=False)
+
+
+def _foot_points(evaluate: Evaluator, pts: np.ndarray, uv: np.ndarray,
+                 domain: tuple[tuple[float, float], tuple[float, float]], steps: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Newton projection of ``pts`` on the surface from the start parameters ``uv``:
+    returns the foot parameters and the signed distance along the unit normal ``su x sv``."""
+    lo = np.array([domain[0][0], domain[1][0]])
+    hi = np.array([domain[0][1], domain[1][1]])
+    uv = uv.copy()
+    for _ in range(steps):
+        s, su, sv = evaluate(uv)
+        r = pts - s
+        a, b, c = (su * su).sum(1), (su * sv).sum(1), (sv * sv).sum(1)
+        ru, rv = (r * su).sum(1), (r * sv).sum(1)
+        det = a * c - b * b
+        uv[:, 0] += (c * ru - b * rv) / det
+        uv[:, 1] += (a * rv - b * ru) / det
+        np.clip(uv, lo, hi, out=uv)
+    s, su, sv = evaluate(uv)
+    n = np.cross(su, sv)
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    return uv, ((pts - s) * n).sum(1)
+
+
+def _report(method: str, par: Parametrization, res: np.ndarray, **extra: Any) -> dict[str, Any]:
+    a = np.abs(res)
+    return {"method": method, "parametrization": par.to_dict(), "points": int(len(res)), **extra,
+            "residual_mean_m": float(res.mean()), "residual_sd_m": float(res.std()),
+            "residual_rms_m": float(np.sqrt(np.mean(res**2))), "residual_max_m": float(a.max()),
+            "residual_p99_m": float(np.percentile(a, 99))}
+
+
+def _net_sizes(extent_u: float, extent_v: float, degree: int, max_ctrl: int) -> list[tuple[int, int]]:
+    """Control nets of roughly square spans, refined by 1.5x from 5 spans along the longer side."""
+    sizes, h = [], max(extent_u, extent_v) / 5
+    while True:
+        m = (max(1, round(extent_u / h)) + degree, max(1, round(extent_v / h)) + degree)
+        if max(m) > max_ctrl:
+            return sizes or [m]
+        if not sizes or m != sizes[-1]:
+            sizes.append(m)
+        h /= 1.5
+
+
+def fit_bspline(pts: np.ndarray, par: Parametrization, ctrl: tuple[int, int] | None = None,
+                tol: float | None = None, degree: int = 3, smoothing: float = 1e-6, max_ctrl: int = 120,
+                corrections: int | None = None) -> FitResult:
+    """Penalized least-squares B-spline surface through ``pts`` (m) over the parameters of ``par``.
+
+    ``ctrl``: control net size; or grown by 1.5x from 5 spans until the RMS distance is below
+    ``tol`` (m; default 0.01 mm) or the net would exceed ``max_ctrl`` or the point count; the
+    best net tried is kept. ``smoothing`` weighs the second-difference penalty against the data
+    term (dimensionless, scaled by points per control point). ``corrections``: parameter-correction passes (default 0
+    for planar, where the in-plane coordinates are reproduced exactly, else 4).
+    """
+    u, v, h = par.project(pts)
+    check_folds(u, v, h)
+    domain = ((float(u.min()), float(u.max())), (float(v.min()), float(v.max())))
+    if corrections is None:
+        corrections = 0 if par.kind == "planar" else 4
+    target = DEFAULT_TOL if tol is None else tol
+    sizes = [ctrl] if ctrl else _net_sizes(np.ptp(u), np.ptp(v), degree, max_ctrl)
+    best = None
+    for mu, mv in sizes:
+        if mu * mv > len(pts):
+            if best is None:
+                raise FitError(f"{len(pts)} points are fewer than the {mu} x {mv} control points")
+            break
+        if min(mu, mv) <= degree:
+            raise FitError(f"a {mu} x {mv} control net is too small for degree {degree}")
+        tu = _clamped_knots(*domain[0], mu, degree)
+        tv = _clamped_knots(*domain[1], mv, degree)
+        Du, Dv = _second_difference(mu), _second_difference(mv)
+        P = sp.kron(Du.T @ Du, sp.identity(mv)) + sp.kron(sp.identity(mu), Dv.T @ Dv)
+        lam = smoothing * len(pts) / (mu * mv)
+        uv = np.column_stack([u, v])
+        for k in range(corrections + 1):
+            A = _khatri_rao(_design(uv[:, 0], tu, degree), _design(uv[:, 1], tv, degree))
+            C = splu((A.T @ A + lam * P).tocsc()).solve(np.asarray(A.T @ pts))
+            spline = NdBSpline((tu, tv), C.reshape(mu, mv, 3), degree)
+
+            def evaluate(x: np.ndarray, s: NdBSpline = spline) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                return s(x), s(x, nu=(1, 0)), s(x, nu=(0, 1))
+
+            foot, res = _foot_points(evaluate, pts, uv, domain)
+            if k < corrections:
+                uv = foot
+        rms = float(np.sqrt(np.mean(res**2)))
+        if best is None or rms < best[-1]:  # a finer net can fit worse where the data are sparse
+            best = (mu, mv, tu, tv, C, res, foot, rms)
+        if ctrl or rms <= target:
+            break
+    assert best is not None
+    mu, mv, tu, tv, C, res, foot, _ = best
+    nurbs = {"degree_u": degree, "degree_v": degree, "knots_u": tu.tolist(), "knots_v": tv.tolist(),
+             "control_points": C.reshape(mu, mv, 3).tolist()}
+    report = _report("bspline", par, res, degree=degree, control_net=[mu, mv], smoothing=smoothing,
+                     parameter_corrections=corrections, tolerance_m=tol)
+    return FitResult("nurbs", nurbs, domain, report, res, foot)
+
+
+# -------------------------------------------------------------------------------- thin-plate fit
+def _even_subset(uv: np.ndarray, m: int) -> np.ndarray:
+    """Indices of about ``m`` points spread evenly over ``uv``: one per occupied grid cell."""
+    if len(uv) <= m:
+        return np.arange(len(uv))
+    lo, span = uv.min(axis=0), np.ptp(uv, axis=0) + 1e-300
+    cells = int(math.sqrt(m))
+    while True:
+        key = np.floor((uv - lo) / span * (cells - 1e-9)).astype(int) @ np.array([cells, 1])
+        _, first = np.unique(key, return_index=True)
+        if len(first) >= 0.8 * m or cells > 4 * math.sqrt(m):
+            return first[:m]
+        cells += max(1, cells // 8)
+
+
+def fit_tps(pts: np.ndarray, par: PlanarParametrization, tol: float | None = None) -> FitResult:
+    """Argatov's regularized thin-plate height field over the plane of ``par``: minimize the
+    bending energy ``f^T K f`` subject to RMS(w - h) = ``tol`` (m, default 0.01 mm), eqs. (34)-(38).
+    If even the interpolating limit cannot reach ``tol``, the least-bending fit with the smallest
+    residual is returned and the report says so."""
+    from preprocess.families import ThinPlate
+
+    if par.kind != "planar":
+        raise FitError("the thin-plate (tps) method fits height fields: use it with --param planar")
+    a, b, h = par.project(pts)
+    check_folds(a, b, h)
+    target = DEFAULT_TOL if tol is None else tol
+    ab = np.column_stack([a, b])
+    scale = float(np.ptp(ab, axis=0).max())
+    centres = ab[_even_subset(ab, TPS_MAX_CENTRES)]
+    m = len(centres)
+    if m < 4:
+        raise FitError(f"{len(pts)} points are too few for a thin-plate fit")
+    # null space of the side conditions (36): f = Z g with sum f = sum f a = sum f b = 0
+    Pm = np.column_stack([np.ones(m), centres / scale])
+    Z = np.linalg.qr(Pm, mode="complete")[0][:, 3:]
+    Kmm = ThinPlate.kernel(centres, centres, scale)
+    rows = range(0, len(pts), 20000)  # assemble the normal equations in chunks (bounded memory)
+    G = np.zeros((m, m))
+    rhs = np.zeros(m)
+    for r0 in rows:
+        B = _tps_rows(ab[r0:r0 + 20000], centres, scale, Z)
+        G += B.T @ B
+        rhs += B.T @ h[r0:r0 + 20000]
+    E = np.zeros((m, m))
+    E[: m - 3, : m - 3] = Z.T @ Kmm @ Z  # bending energy in the null-space coordinates
+
+    hh = float(h @ h)
+
+    def solve(lam: float) -> tuple[np.ndarray, float]:
+        x = np.linalg.solve(G + lam * len(pts) * E + 1e-14 * np.trace(G) / m * np.eye(m), rhs)
+        # |h - B x|^2 from the normal equations, without revisiting the rows
+        return x, math.sqrt(max(hh - 2 * x @ rhs + x @ G @ x, 0.0) / len(pts))
+
+    lo, hi = -16.0, 2.0  # log10 of the multiplier; RMS grows with it
+    x, rms = solve(10**lo)
+    met = rms <= target
+    if met:
+        for _ in range(30):
+            mid = 0.5 * (lo + hi)
+            xm, rm = solve(10**mid)
+            if rm <= target:
+                lo, x, rms = mid, xm, rm
+            else:
+                hi = mid
+            if hi - lo < 0.05:
+                break
+    f = Z @ x[: m - 3]
+    params = {"origin": par.origin.tolist(), "e1": par.e1.tolist(), "e2": par.e2.tolist(), "normal": par.n.tolist(),
+              "centres": centres.tolist(), "weights": f.tolist(), "affine": x[m - 3:].tolist(), "scale": scale}
+    fam = ThinPlate(**params)
+    domain = ((float(a.min()), float(a.max())), (float(b.min()), float(b.max())))
+    foot, res = _foot_points(lambda q: fam.evaluate(q[:, 0], q[:, 1]), pts, ab, domain)
+    report = _report("tps", par, res, centres=m, multiplier=10**lo * len(pts), tolerance_m=tol,
+                     tolerance_met=bool(met))
+    return FitResult("thin_plate", params, domain, report, res, foot)
+
+
+def _tps_rows(ab: np.ndarray, centres: np.ndarray, scale: float, Z: np.ndarray) -> np.ndarray:
+    """Design rows ``[K Z, 1, a/L, b/L]`` of the thin-plate fit in null-space coordinates."""
+    from preprocess.families import ThinPlate
+
+    return np.column_stack([ThinPlate.kernel(ab, centres, scale) @ Z, np.ones(len(ab)), ab / scale])
+
+
+# ----------------------------------------------------------------------------- extra fields
+def _data_distance(tree: cKDTree) -> Callable[[np.ndarray], np.ndarray]:
+    def field_(points: np.ndarray) -> np.ndarray:
+        return tree.query(points[..., 2:5].reshape(-1, 3))[0].reshape(points.shape[:-1])
+    return field_
+
+
+def _thickness(back: str, units: str, base: Path) -> Callable[[np.ndarray], np.ndarray]:
+    """Thickness (m) at table points to ``back``: ``plane:AXIS=VALUE`` (VALUE in ``units``; the
+    perpendicular distance to the plane) or a mesh/cloud file (the distance along the normal to
+    the back point nearest the normal line; negative where the back lies in front)."""
+    if back.startswith("plane:"):
+        try:
+            name, value = back[6:].split("=")
+            m = _axis_vector(name.strip())
+            offset = float(value) * UNITS[units]
+        except (ValueError, FitError):
+            raise FitError(f"invalid back plane {back!r}: use plane:AXIS=VALUE, e.g. plane:y=0") from None
+
+        def plane(points: np.ndarray) -> np.ndarray:
+            # signed so that a surface facing away from the plane has positive thickness
+            side = np.sign(np.median((points[..., 5:8] @ m) * (points[..., 2:5] @ m - offset)))
+            return np.abs(points[..., 2:5] @ m - offset) * (side if side != 0 else 1.0)
+        return plane
+    path = Path(back) if Path(back).is_absolute() else base / back
+    data = load_data(path, units)
+    tree = cKDTree(data.footprint_points)
+
+    def surface(points: np.ndarray) -> np.ndarray:
+        p = points[..., 2:5].reshape(-1, 3)
+        n = points[..., 5:8].reshape(-1, 3)
+        _, idx = tree.query(p, k=min(16, tree.n))
+        d = tree.data[idx] - p[:, None, :]
+        along = (d * n[:, None, :]).sum(-1)
+        lateral = np.linalg.norm(d - along[..., None] * n[:, None, :], axis=-1)
+        best = np.argmin(lateral, axis=1)
+        return (-along[np.arange(len(p)), best]).reshape(points.shape[:-1])
+    return surface
+
+
+# --------------------------------------------------------------------------------- fit to table
+def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[Any, dict[str, Any], FitResult]:
+    """Fit the data of a ``family = "fit"`` definition and return the table's :class:`SurfaceSpec`
+    (a ``nurbs`` or ``thin_plate`` surface with the extra fields), the report and the fit.
+
+    Keys: ``input`` (path, relative to ``base``), ``param`` (planar | cylindrical | spherical |
+    auto), ``axis``, ``ctrl`` ([m, n]), ``tol`` (m), ``units``, ``method`` (bspline | tps),
+    ``back`` (a path or ``plane:AXIS=VALUE``), ``degree``, ``smoothing``, plus the grid keys
+    (``grid``, ``record``, ``codec``, ...). The table's parameter range is the data's.
+    """
+    from preprocess.build import parse_surface, sample_points
+
+    if "input" not in d:
+        raise DefinitionError(f"{name}: a fit definition needs 'input' (a mesh or point cloud)")
+    base = Path(base)
+    path = Path(d["input"]) if Path(d["input"]).is_absolute() else base / d["input"]
+    units = d.get("units", "m")
+    method = d.get("method", "bspline")
+    if method not in ("bspline", "tps"):
+        raise FitError(f"{name}: unknown method {method!r}; choose bspline or tps")
+    data = load_data(path, units)
+    par, why = choose_parametrization(data, d.get("param", "auto"), d.get("axis"))
+    ctrl = tuple(d["ctrl"]) if d.get("ctrl") is not None else None
+    if method == "tps":
+        if not isinstance(par, PlanarParametrization):
+            raise FitError(f"{path}: the tps method fits height fields; the data need {why}")
+        fit = fit_tps(data.points, par, tol=d.get("tol"))
+    else:
+        fit = fit_bspline(data.points, par, ctrl=ctrl, tol=d.get("tol"), degree=int(d.get("degree", 3)),
+                          smoothing=float(d.get("smoothing", 1e-6)))
+    grid_keys = {k: v for k, v in d.items() if k not in FIT_KEYS | {"family"}}
+    (u0, u1), (v0, v1) = fit.domain
+    definition = {"family": fit.family, **fit.parameters, "grid": [201, 201], "record": [9, 9], **grid_keys,
+                  "u_range": [u0, u1], "v_range": [v0, v1]}
+    # which side is outward: the mesh's normals, else the parametrization's projection direction
+    spec = parse_surface(name, definition)
+    probe = sample_points(spec, 0, spec.grid[0], 0, spec.grid[1])[:: max(1, spec.grid[0] // 100),
+                                                                   :: max(1, spec.grid[1] // 100)]
+    tree = cKDTree(data.footprint_points)
+    spacing = tree.query(data.footprint_points, k=2)[0][:, 1]
+    radius = FOOTPRINT_FACTOR * float(np.percentile(spacing, 95))
+    ref = data.normals if data.normals is not None else par.outward(data.points)
+    _, near = cKDTree(data.points).query(probe[..., 2:5].reshape(-1, 3))
+    dist = _data_distance(tree)(probe).ravel()
+    inside = dist <= radius
+    agree = (probe[..., 5:8].reshape(-1, 3)[inside] * ref[near[inside]]).sum(1)
+    flip = bool(np.median(agree) < 0)
+    extras: dict[str, Callable[[np.ndarray], np.ndarray]] = {"data_distance": _data_distance(tree)}
+    report = {**fit.report, "input": str(path), "units": units, "parametrization_chosen": why,
+              "footprint_radius_m": radius, "footprint_fraction": float(inside.mean()), "flipped": flip}
+    if "back" in d:
+        thick = _thickness(str(d["back"]), units, base)
+        oriented = probe.copy()
+        oriented[..., 5:8] *= -1 if flip else 1
+        t = thick(oriented).ravel()[inside]
+        if np.mean(t <= 0) > 0.01:
+            raise FitError(f"{name}: the back surface {d['back']!r} does not lie behind the fitted surface "
+                           f"({np.mean(t <= 0):.0%} of the footprint has thickness <= 0)")
+        extras["thickness"] = thick
+        report["back"] = str(d["back"])
+        report["thickness_m"] = {"min": float(t.min()), "median": float(np.median(t)), "max": float(t.max())}
+    spec = parse_surface(name, {**definition, "flip": flip, "fit_report": report})
+    return dataclasses.replace(spec, extras=extras), report, fit
+
+
+def fit_to_table(input_path: str | Path, out: str | Path, *, overwrite: bool = False,
+                 residual_map: str | Path | None = None, **options: Any) -> tuple[Any, dict[str, Any]]:
+    """Fit ``input_path`` and build the table ``out`` (a ``NAME.zarr`` path); return (table, report).
+    ``options``: the keys of a fit definition (see :func:`fit_spec`); ``None`` values are ignored."""
+    from preprocess.build import build_surface
+
     out = Path(out)
     name = out.name[:-5] if out.name.endswith(".zarr") else out.name
-    definition = {"family": "nurbs", **fit.nurbs, "grid": list(grid), "record": list(record)}
-    spec = parse_surface(name, definition)
-    spec = type(spec)(**{**spec.__dict__, "definition": {**spec.definition, "fit_report": report}})
+    d = {"input": str(input_path), **{k: v for k, v in options.items() if v is not None}}
+    spec, report, fit = fit_spec(name, d)
     table = build_surface(spec, out.parent, overwrite=overwrite)
     if residual_map is not None:
-        _residual_map(fit, Path(residual_map))
+        save_residual_map(fit, Path(residual_map))
     return table, report
 
 
-def _residual_map(fit: FitResult, path: Path) -> None:
+def save_residual_map(fit: FitResult, path: Path) -> None:
+    """Scatter plot of the signed residuals (mm) over the foot parameters (mm)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 5))
-    lim = float(np.percentile(np.abs(fit.residuals), 99)) * 1e3
+    fig, ax = plt.subplots(figsize=(6.5, 5))
+    lim = max(float(np.percentile(np.abs(fit.residuals), 99)) * 1e3, 1e-6)
     sc = ax.scatter(fit.params[:, 0] * 1e3, fit.params[:, 1] * 1e3, c=fit.residuals * 1e3, s=2, cmap="coolwarm",
                     vmin=-lim, vmax=lim)
-    fig.colorbar(sc, label="residual along the plane normal [mm]")
-    ax.set(xlabel="a [mm]", ylabel="b [mm]", title=f"fit residuals (RMS {fit.report['residual_rms_m'] * 1e3:.4f} mm)")
+    fig.colorbar(sc, label="signed distance to the fitted surface [mm]")
+    r = fit.report
+    ax.set(xlabel="u [mm]", ylabel="v [mm]",
+           title=f"{r['parametrization']['kind']} {r['method']}: RMS {r['residual_rms_m'] * 1e3:.4f} mm, "
+                 f"p99 {r['residual_p99_m'] * 1e3:.4f} mm")
     ax.set_aspect("equal")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,13 @@
-"""Fitting height fields to noisy samples of known surfaces and to the real tibial insert."""
+"""Fitting: noisy samples of known surfaces (truth: the analytic surface), the extra fields, the
+TOML and CLI routes, bad input, and the real implant surfaces of ../shared/data."""
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,78 +15,202 @@ import pytest
 from conftest import SHARED_DATA
 from preprocess.errors import FitError
 from preprocess.families import make_family
-from preprocess.fit import PlanarParametrization, fit_height_field, load_points
-from surfacestore.format import open_table, verify_table
+from preprocess.fit import (
+    CylindricalParametrization,
+    FitData,
+    PlanarParametrization,
+    SphericalParametrization,
+    choose_parametrization,
+    fit_bspline,
+    fit_spec,
+    fit_tps,
+    load_data,
+)
+from surfacestore.format import RecordBlock, open_table, verify_table
 
-SIGMA = 1e-5  # m: 10 um of measurement noise
+SIGMA = 1e-5  # m: 10 um of measurement noise along the normal
+R_T, r_T = 0.03, 0.01  # torus radii (m)
+A_E = np.array([0.025, 0.022, 0.020])  # ellipsoid semi-axes (m)
 
 
-def _noisy(h, n=20000, half=0.02, seed=0):
+def _saddle(x, y):
+    return x**2 / 0.06 - y**2 / 0.1
+
+
+# Each truth: samples (x, truth normal) on the surface, and the implicit function F with its gradient
+# (the distance of a point near the surface is F / |grad F| to first order).
+def _truth(name: str, n: int, rng: np.random.Generator):
+    if name == "ellipsoid_cap":  # the lower cap of an ellipsoid, a height field over z
+        xy = rng.uniform(-0.012, 0.012, (n, 2))
+        z = -A_E[2] * np.sqrt(1 - (xy**2 / A_E[:2] ** 2).sum(1))
+        x = np.column_stack([xy, z])
+    elif name == "saddle":
+        xy = rng.uniform(-0.02, 0.02, (n, 2))
+        x = np.column_stack([xy, _saddle(xy[:, 0], xy[:, 1])])
+    elif name == "torus_patch":  # the outer side of a torus about z: cylindrical about z
+        th, ph = rng.uniform(-2.0, 2.0, n), rng.uniform(-1.0, 1.0, n)
+        rho = R_T + r_T * np.cos(ph)
+        x = np.column_stack([rho * np.cos(th), rho * np.sin(th), r_T * np.sin(ph)])
+    else:  # an ellipsoid dome facing +x: spherical
+        lon, lat = rng.uniform(-0.8, 0.8, n), rng.uniform(-0.8, 0.8, n)
+        x = A_E * np.column_stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)])
+    F, g = _implicit(name, x)
+    return x, g / np.linalg.norm(g, axis=1, keepdims=True)
+
+
+def _implicit(name: str, x: np.ndarray):
+    if name in ("ellipsoid_cap", "ellipsoid_dome"):
+        return (x**2 / A_E**2).sum(1) - 1, 2 * x / A_E**2
+    if name == "saddle":
+        return x[:, 2] - _saddle(x[:, 0], x[:, 1]), np.column_stack([-x[:, 0] / 0.03, x[:, 1] / 0.05,
+                                                                      np.ones(len(x))])
+    rho = np.hypot(x[:, 0], x[:, 1])
+    d = np.sqrt((rho - R_T) ** 2 + x[:, 2] ** 2)
+    g = np.column_stack([(rho - R_T) * x[:, 0] / rho, (rho - R_T) * x[:, 1] / rho, x[:, 2]]) / d[:, None]
+    return d - r_T, g
+
+
+PARAM = {"ellipsoid_cap": "planar", "saddle": "planar", "torus_patch": "cylindrical", "ellipsoid_dome": "spherical"}
+
+
+def _noisy(name: str, n: int = 20000, seed: int = 0):
     rng = np.random.default_rng(seed)
-    xy = rng.uniform(-half, half, (n, 2))
-    z = h(xy[:, 0], xy[:, 1])
-    return xy, z, np.column_stack([xy, z + rng.normal(0, SIGMA, n)])
+    x, nrm = _truth(name, n, rng)
+    return x + rng.normal(0, SIGMA, (n, 1)) * nrm, nrm
 
 
-SURFACES = {  # height fields z(x, y) and their gradients
-    "ellipsoid_cap": (lambda x, y: -np.sqrt(1 - x**2 / 0.05**2 - y**2 / 0.04**2) * 0.03,
-                      lambda x, y: (0.03 * x / 0.05**2 / np.sqrt(1 - x**2 / 0.05**2 - y**2 / 0.04**2),
-                                    0.03 * y / 0.04**2 / np.sqrt(1 - x**2 / 0.05**2 - y**2 / 0.04**2))),
-    "saddle": (lambda x, y: (x**2 / 0.06 - y**2 / 0.1),
-               lambda x, y: (x / 0.03, -y / 0.05)),
-    "bumps": (lambda x, y: 0.002 * np.sin(x / 0.004) * np.cos(y / 0.005), None),
-}
+def _check_against_truth(name: str, family, domain, inside_pts: np.ndarray):
+    """Deviation (m) and normal angle (deg) of the fitted surface from the truth on a parameter grid
+    over the domain less a 5 % margin, at the grid points within 1 mm of the data (the footprint)."""
+    (u0, u1), (v0, v1) = domain
+    mu, mv = 0.05 * (u1 - u0), 0.05 * (v1 - v0)
+    g = np.meshgrid(np.linspace(u0 + mu, u1 - mu, 60), np.linspace(v0 + mv, v1 - mv, 60), indexing="ij")
+    s, su, sv = family.evaluate(g[0].ravel(), g[1].ravel())
+    from scipy.spatial import cKDTree
+
+    inside = cKDTree(inside_pts).query(s)[0] < 1e-3
+    s, n = s[inside], np.cross(su, sv)[inside]
+    F, grad = _implicit(name, s)
+    dev = F / np.linalg.norm(grad, axis=1)
+    cos = np.abs((n / np.linalg.norm(n, axis=1, keepdims=True) * grad / np.linalg.norm(grad, axis=1,
+                                                                                     keepdims=True)).sum(1))
+    return dev, np.degrees(np.arccos(np.clip(cos, -1, 1))), inside.mean()
 
 
-@pytest.mark.parametrize("name", ["ellipsoid_cap", "saddle"])
-def test_fit_noisy_analytic_surfaces(name):
-    h, grad = SURFACES[name]
-    xy, z_true, pts = _noisy(h)
-    par = PlanarParametrization.fit(pts, "z")
-    fit = fit_height_field(pts, par, ctrl=(24, 24))
-    # the reported residuals match the noise
+@pytest.mark.parametrize("name", list(PARAM))
+def test_bspline_fit_of_noisy_analytic_surfaces(name):
+    pts, _ = _noisy(name)
+    # the torus axis is given: estimating it from a patch is tested below, to a few degrees
+    par, why = choose_parametrization(FitData(Path(name), pts), PARAM[name], "z" if name == "torus_patch" else None)
+    fit = fit_bspline(pts, par, ctrl=(14, 14))
+    # the reported residuals are orthogonal distances and match the noise
     assert fit.report["residual_rms_m"] == pytest.approx(SIGMA, rel=0.1)
     assert abs(fit.report["residual_mean_m"]) < 0.1 * SIGMA
-    # the fitted surface is closer to the truth than the noise, inside the footprint
-    fam = make_family("nurbs", fit.nurbs)
-    (a0, a1), (b0, b1) = fit.domain
-    # map truth-grid (x, y) to the fit's parameters
-    g = np.linspace(-0.018, 0.018, 40)
-    X, Y = np.meshgrid(g, g, indexing="ij")
-    q = np.column_stack([X.ravel(), Y.ravel(), np.zeros(X.size)]) - par.origin
-    a, b = q @ par.e1, q @ par.e2
-    s, su, sv = fam.evaluate(a, b)
-    # the Greville construction makes the parameters the in-plane coordinates themselves
-    np.testing.assert_allclose((s - par.origin) @ par.e1, a, atol=1e-12)
-    x = s[:, 0]
-    y = s[:, 1]
-    dev = s[:, 2] - h(x, y)
+    dev, angle, frac = _check_against_truth(name, make_family("nurbs", fit.parameters), fit.domain, pts)
+    assert frac > 0.5
     assert np.sqrt(np.mean(dev**2)) < SIGMA / 2 and np.abs(dev).max() < 3 * SIGMA
-    n_fit = np.cross(su, sv)
-    n_fit /= np.linalg.norm(n_fit, axis=1, keepdims=True)
-    gx, gy = grad(x, y)
-    n_true = np.column_stack([-gx, -gy, np.ones_like(gx)])
-    n_true /= np.linalg.norm(n_true, axis=1, keepdims=True)
-    angle = np.degrees(np.arccos(np.clip(np.abs(np.einsum("ij,ij->i", n_fit, n_true)), -1, 1)))
     assert angle.max() < 1.0
 
 
-def test_fit_grows_control_net_until_tolerance():
-    h, _ = SURFACES["bumps"]
-    _, _, pts = _noisy(h)
+def test_auto_parametrization_picks_by_shape():
+    for name, kind in [("saddle", "planar"), ("ellipsoid_dome", "spherical"), ("torus_patch", "cylindrical")]:
+        pts, _ = _noisy(name, n=5000)
+        par, why = choose_parametrization(FitData(Path(name), pts), "auto")
+        assert par.kind == kind and "auto" in why, why
+    pts, _ = _noisy("torus_patch", n=5000)
+    cyl = CylindricalParametrization.fit(FitData(Path("t"), pts))
+    assert abs(cyl.axis[2]) > 0.995  # estimated from the (point-cloud) normals, within 6 degrees
+    assert np.linalg.norm(cyl.origin[:2]) < 1e-3
+    sph = SphericalParametrization.fit(FitData(Path("d"), _noisy("ellipsoid_dome", n=5000)[0]))
+    assert sph.d @ [1, 0, 0] > 0.99
+
+
+def test_thin_plate_fit_meets_the_tolerance_and_the_truth():
+    pts, _ = _noisy("saddle", n=3000)
     par = PlanarParametrization.fit(pts, "z")
-    fit = fit_height_field(pts, par, tol=1.1 * SIGMA)
+    fit = fit_tps(pts, par, tol=SIGMA)
+    assert fit.report["tolerance_met"]
+    # the multiplier is chosen so that the RMS residual equals the tolerance: the noise level
+    assert fit.report["residual_rms_m"] == pytest.approx(SIGMA, rel=0.1)
+    dev, angle, _ = _check_against_truth("saddle", make_family("thin_plate", fit.parameters), fit.domain, pts)
+    assert np.sqrt(np.mean(dev**2)) < SIGMA and angle.max() < 1.0
+    tight = fit_tps(pts, par, tol=SIGMA / 10)  # below the noise: cannot be met, and says so
+    assert not tight.report["tolerance_met"]
+
+
+def test_control_net_grows_until_tolerance():
+    rng = np.random.default_rng(3)
+    xy = rng.uniform(-0.02, 0.02, (20000, 2))
+    pts = np.column_stack([xy, 0.002 * np.sin(xy[:, 0] / 0.004) * np.cos(xy[:, 1] / 0.005)
+                           + rng.normal(0, SIGMA, len(xy))])
+    fit = fit_bspline(pts, PlanarParametrization.fit(pts, "z"), tol=1.1 * SIGMA)
     assert fit.report["residual_rms_m"] <= 1.1 * SIGMA
-    assert fit.report["control_net"][0] > 8  # grown from 8 x 8
+    assert fit.report["control_net"][0] > 8
+
+
+def _whole(t, array: str = "points") -> np.ndarray:
+    return t.read_block(RecordBlock(0, t.header.n_rec_u, 0, t.header.n_rec_v), array)
+
+
+def _write_xyz(path: Path, pts: np.ndarray) -> Path:
+    np.savetxt(path, pts * 1e3)  # millimetres
+    return path
+
+
+def test_extra_fields_footprint_and_thickness(tmp_path):
+    from preprocess.build import build_surface
+
+    rng = np.random.default_rng(5)
+    # a spherical cap (R = 40 mm) seen over a disc of radius 15 mm, and a concentric back cap 2 mm deeper
+    r, ang = 0.015 * np.sqrt(rng.uniform(0, 1, 8000)), rng.uniform(0, 2 * np.pi, 8000)
+    xy = np.column_stack([r * np.cos(ang), r * np.sin(ang)])
+    front = np.column_stack([xy, np.sqrt(0.04**2 - (xy**2).sum(1))])
+    back = front * (0.038 / 0.04)
+    _write_xyz(tmp_path / "front.xyz", front)
+    _write_xyz(tmp_path / "back.xyz", back)
+    spec, report, _ = fit_spec("cap", {"input": str(tmp_path / "front.xyz"), "units": "mm", "param": "planar",
+                                       "back": str(tmp_path / "back.xyz"), "grid": [61, 61], "record": [10, 10]})
+    # a disc inside its bounding square: pi/4 of the table is inside the footprint
+    assert report["footprint_fraction"] == pytest.approx(math.pi / 4, abs=0.04)
+    t = build_surface(spec, tmp_path)
+    assert t.header.extras == ("data_distance", "thickness")
+    pts, dist = _whole(t), _whole(t, "data_distance")
+    rho = np.hypot(pts[..., 2], pts[..., 3])
+    assert dist[rho < 0.012].max() < 1e-3 and dist[rho > 0.018].min() > 2e-3  # extrapolated corners stand out
+    thick = _whole(t, "thickness")
+    assert np.median(np.abs(thick[rho < 0.012] - 0.002)) < 0.02 * 0.002  # along the normal: 2 mm
+    assert verify_table(t.path).ok
+    # the back in front of the surface is refused, nothing written
+    _write_xyz(tmp_path / "front_of.xyz", front * 1.05)
+    with pytest.raises(FitError, match="does not lie behind"):
+        fit_spec("bad", {"input": str(tmp_path / "front.xyz"), "units": "mm", "param": "planar",
+                         "back": str(tmp_path / "front_of.xyz")})
+    # a back plane: the perpendicular distance
+    spec, report, _ = fit_spec("capz", {"input": str(tmp_path / "front.xyz"), "units": "mm", "param": "planar",
+                                        "back": "plane:z=30", "grid": [31, 31], "record": [10, 10]})
+    assert report["thickness_m"]["max"] == pytest.approx(0.01, abs=1e-4)
+
+
+def test_toml_fit_definition_builds_with_preprocess_build(tmp_path):
+    pts, _ = _noisy("saddle", n=4000)
+    _write_xyz(tmp_path / "saddle.xyz", pts)
+    (tmp_path / "fits.toml").write_text('[surfaces.saddle]\nfamily = "fit"\ninput = "saddle.xyz"\nunits = "mm"\n'
+                                        'param = "planar"\naxis = "z"\nctrl = [12, 12]\ngrid = [41, 41]\n'
+                                        'record = [8, 8]\n')
+    r = subprocess.run([sys.executable, "-m", "preprocess.cli", "build", str(tmp_path / "fits.toml"), "--out",
+                        str(tmp_path / "tables")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    h = open_table(tmp_path / "tables" / "saddle.zarr").header
+    assert h.source["family"] == "nurbs" and h.source["fit"]["control_net"] == [12, 12]
+    assert h.source["fit"]["residual_rms_m"] == pytest.approx(SIGMA, rel=0.15)
 
 
 def test_fit_100k_points_60x60_is_fast():
     import time
 
-    h, _ = SURFACES["saddle"]
-    _, _, pts = _noisy(h, n=100_000)
+    pts, _ = _noisy("saddle", n=100_000)
     t = time.perf_counter()
-    fit = fit_height_field(pts, PlanarParametrization.fit(pts, "z"), ctrl=(60, 60))
+    fit = fit_bspline(pts, PlanarParametrization.fit(pts, "z"), ctrl=(60, 60))
     assert fit.report["control_net"] == [60, 60]
     assert time.perf_counter() - t < 30  # a loose bound: the benchmark figure is in the README
 
@@ -92,47 +219,84 @@ def test_bad_inputs(tmp_path):
     empty = tmp_path / "empty.xyz"
     empty.write_text("")
     with pytest.raises(FitError, match="empty.xyz"):
-        load_points(empty)
+        load_data(empty)
     nan = tmp_path / "nan.xyz"
     nan.write_text("0 0 0\n1 nan 0\n0 1 0\n")
     with pytest.raises(FitError, match="non-finite"):
-        load_points(nan)
+        load_data(nan)
     line = np.column_stack([np.linspace(0, 1, 50)] * 3) * 0.01
     with pytest.raises(FitError, match="collinear"):
         PlanarParametrization.fit(line)
     few = np.random.default_rng(0).uniform(0, 0.01, (30, 3))
     with pytest.raises(FitError, match="fewer than"):
-        fit_height_field(few, PlanarParametrization.fit(few, "z"), ctrl=(8, 8))
+        fit_bspline(few, PlanarParametrization.fit(few, "z"), ctrl=(8, 8))
     # a closed sphere folds under any planar projection
     rng = np.random.default_rng(1)
     d = rng.normal(size=(5000, 3))
     sphere = 0.02 * d / np.linalg.norm(d, axis=1, keepdims=True)
-    with pytest.raises(FitError, match="folds.*cylindrical or spherical"):
-        fit_height_field(sphere, PlanarParametrization.fit(sphere, "z"))
+    with pytest.raises(FitError, match="folds.*--param"):
+        fit_bspline(sphere, PlanarParametrization.fit(sphere, "z"))
     with pytest.warns(UserWarning, match="suspicious"):
         big = tmp_path / "big.xyz"
         np.savetxt(big, rng.uniform(0, 60, (100, 3)))
-        load_points(big, "mm")
-        load_points(big, "m")
+        load_data(big, "mm")
+        load_data(big, "m")
+    with pytest.raises(FitError, match="tps method fits height fields"):
+        fit_spec("x", {"input": str(big), "units": "mm", "method": "tps", "param": "spherical"})
+    # the CLI: exit 1 naming the input, nothing written
+    out = tmp_path / "t.zarr"
+    r = subprocess.run([sys.executable, "-m", "preprocess.cli", "fit", str(nan), "--out", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "nan.xyz" in r.stderr and not out.exists()
 
 
-INSERT = SHARED_DATA / "grand-challenge-dm" / "tibial-insert-contact.stl"
+DM = SHARED_DATA / "grand-challenge-dm"
+needs_dm = pytest.mark.skipif(not DM.exists(), reason="../shared/data/grand-challenge-dm is absent")
 
 
-@pytest.mark.skipif(not INSERT.exists(), reason="../shared/data/grand-challenge-dm is absent")
-def test_real_tibial_insert_default_fit(tmp_path):
-    out = tmp_path / "insert.zarr"
-    r = subprocess.run([sys.executable, "-m", "preprocess.cli", "fit", str(INSERT), "--out", str(out), "--json",
-                        "--residual-map", str(tmp_path / "res.png")], capture_output=True, text=True)
+def _cli_fit(tmp_path, stl: str, *args: str) -> dict:
+    out = tmp_path / f"{stl}.zarr"
+    r = subprocess.run([sys.executable, "-m", "preprocess.cli", "fit", str(DM / f"{stl}-contact.stl"), "--out",
+                        str(out), "--json", "--residual-map", str(tmp_path / f"{stl}.png"), *args],
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    import json
-
     report = json.loads(r.stdout)["report"]
+    assert open_table(out).header.source["fit"]["residual_rms_m"] == pytest.approx(report["residual_rms_m"])
+    assert verify_table(out).ok and (tmp_path / f"{stl}.png").stat().st_size > 1000
+    return report
+
+
+@needs_dm
+def test_real_tibial_insert_default_fit_meets_the_target(tmp_path):
+    report = _cli_fit(tmp_path, "tibial-insert", "--back", "plane:y=0")
+    assert report["parametrization"]["kind"] == "planar"
     assert report["residual_rms_m"] <= 0.02e-3 and report["residual_p99_m"] <= 0.1e-3
-    t = open_table(out)
-    assert t.header.source["fit"]["residual_rms_m"] == pytest.approx(report["residual_rms_m"])
-    assert verify_table(out).ok
+    t = open_table(tmp_path / "tibial-insert.zarr")
     centre = t.read_record(t.header.n_rec_u // 2, t.header.n_rec_v // 2)[0, 0]
     assert centre[6] > 0.9  # outward normal +y, as the mesh's faces
-    assert (tmp_path / "res.png").stat().st_size > 1000
-    assert math.isfinite(report["residual_max_m"])
+    # thickness above the base plane y = 0 is the height of the surface there
+    thick = t.read_record(t.header.n_rec_u // 2, t.header.n_rec_v // 2, array="thickness")[0, 0]
+    assert thick == pytest.approx(centre[3], rel=1e-9)
+
+
+@needs_dm
+def test_real_patellar_button_spherical_fit_meets_the_target(tmp_path):
+    report = _cli_fit(tmp_path, "patellar-button")
+    assert report["parametrization"]["kind"] == "spherical"
+    assert report["residual_rms_m"] <= 0.02e-3 and report["residual_p99_m"] <= 0.1e-3
+
+
+@needs_dm
+def test_real_femoral_component_cylindrical_fit(tmp_path):
+    """The documented shortfall: RMS ~0.045 mm, p99 ~0.17 mm (target 0.02 / 0.1), concentrated on
+    the side walls of the condyles, which fold under the cylindrical projection (see README)."""
+    report = _cli_fit(tmp_path, "femoral-component")
+    assert report["parametrization"]["kind"] == "cylindrical"
+    assert report["residual_rms_m"] <= 0.05e-3 and report["residual_p99_m"] <= 0.2e-3
+    t = open_table(tmp_path / "femoral-component.zarr")
+    pts = _whole(t)
+    # normals face away from the component's axis (outward, like the mesh's)
+    axis = np.array(report["parametrization"]["axis"])
+    q = pts[..., 2:5] - np.array(report["parametrization"]["origin"])
+    radial = q - (q @ axis)[..., None] * axis
+    assert np.median((pts[..., 5:8] * radial).sum(-1)) > 0
