@@ -30,7 +30,7 @@ from simclient.errors import SourceError, SourceNotFound, SourceRequestError, So
 from surfacestore.errors import RecordCorrupt, SurfaceStoreError, TableNotFound
 from surfacestore.format import Header, RecordBlock, Table
 
-__all__ = ["Source", "LocalSource", "HttpSource", "MemorySource", "CountingSource", "open_surface"]
+__all__ = ["Source", "LocalSource", "HttpSource", "MemorySource", "CountingSource", "open_surface", "read_field"]
 
 
 @runtime_checkable
@@ -41,6 +41,15 @@ class Source(Protocol):
     header: Header
 
     def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int) -> np.ndarray: ...
+
+
+def read_field(source: Source, array: str) -> np.ndarray:
+    """A whole extra per-point field of a table (e.g. ``thickness``, ``data_distance``): array
+    ``(Nu, Nv)``. Raises :class:`SourceRequestError` when the table has no such field."""
+    h = source.header
+    if array not in h.extras:
+        raise SourceRequestError(f"{source.name}: no per-point field {array!r} (extras: {list(h.extras)})")
+    return source.read_block(0, h.n_rec_u, 0, h.n_rec_v, array=array)  # type: ignore[call-arg]
 
 
 class LocalSource:
@@ -58,9 +67,9 @@ class LocalSource:
         self.name = self._table.name
         self.header = self._table.header
 
-    def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int) -> np.ndarray:
+    def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int, array: str = "points") -> np.ndarray:
         try:
-            return self._table.read_block(RecordBlock(ri0, ri1, rj0, rj1))
+            return self._table.read_block(RecordBlock(ri0, ri1, rj0, rj1), array)
         except IndexError as exc:
             raise SourceRequestError(f"{self.name}: {exc}") from None
         except RecordCorrupt as exc:
@@ -89,7 +98,9 @@ class MemorySource:
         h = source.header
         return cls(h, source.read_block(0, h.n_rec_u, 0, h.n_rec_v), source.name)
 
-    def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int) -> np.ndarray:
+    def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int, array: str = "points") -> np.ndarray:
+        if array != "points":
+            raise SourceRequestError(f"{self.name}: a memory source holds the points only, not {array!r}")
         block = RecordBlock(ri0, ri1, rj0, rj1)
         try:
             self.header.check_block(block)
@@ -151,23 +162,26 @@ class HttpSource:
                 delay = min(2 * delay, 2.0)
         raise SourceUnavailable(f"{self.name}: {what}: failed after {self.retries + 1} attempts: {cause}")
 
-    def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int) -> np.ndarray:
+    def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int, array: str = "points") -> np.ndarray:
         try:
-            return self._read_block(ri0, ri1, rj0, rj1)
+            return self._read_block(ri0, ri1, rj0, rj1, array)
         except SourceRequestError as exc:
             # larger than the store's per-request limit (413): fetch it in two halves
             if getattr(exc, "status_code", None) != 413 or (ri1 - ri0) * (rj1 - rj0) < 2:
                 raise
         if ri1 - ri0 >= rj1 - rj0:
             m = (ri0 + ri1) // 2
-            return np.concatenate([self.read_block(ri0, m, rj0, rj1), self.read_block(m, ri1, rj0, rj1)], axis=0)
+            return np.concatenate([self.read_block(ri0, m, rj0, rj1, array), self.read_block(m, ri1, rj0, rj1, array)],
+                                  axis=0)
         m = (rj0 + rj1) // 2
-        return np.concatenate([self.read_block(ri0, ri1, rj0, m), self.read_block(ri0, ri1, m, rj1)], axis=1)
+        return np.concatenate([self.read_block(ri0, ri1, rj0, m, array), self.read_block(ri0, ri1, m, rj1, array)],
+                              axis=1)
 
-    def _read_block(self, ri0: int, ri1: int, rj0: int, rj1: int) -> np.ndarray:
+    def _read_block(self, ri0: int, ri1: int, rj0: int, rj1: int, array: str) -> np.ndarray:
         what = f"records [{ri0}, {ri1}) x [{rj0}, {rj1})"
         # a preformatted URL: httpx's params merging costs about 0.2 ms per request
-        r = self._get(f"{self.url}/block?ri0={int(ri0)}&ri1={int(ri1)}&rj0={int(rj0)}&rj1={int(rj1)}", what=what)
+        extra = "" if array == "points" else f"&array={array}"
+        r = self._get(f"{self.url}/block?ri0={int(ri0)}&ri1={int(ri1)}&rj0={int(rj0)}&rj1={int(rj1)}{extra}", what=what)
         digest = r.headers.get("x-table-digest")
         if digest != self.header.digest:
             raise TableChanged(f"{self.name}: {what}: the table changed on the store "
@@ -212,10 +226,11 @@ class CountingSource:
         self.bytes_fetched = 0
         self.wait_s = 0.0
 
-    def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int) -> np.ndarray:
+    def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int, array: str = "points") -> np.ndarray:
         t = time.perf_counter()
         try:
-            data = self.source.read_block(ri0, ri1, rj0, rj1)
+            data = (self.source.read_block(ri0, ri1, rj0, rj1) if array == "points"
+                    else self.source.read_block(ri0, ri1, rj0, rj1, array=array))  # type: ignore[call-arg]
         finally:
             self.wait_s += time.perf_counter() - t
             self.requests += 1

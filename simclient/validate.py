@@ -13,10 +13,18 @@ its expected value:
   laws derived for any c_r (Flores, Gonthier, Zhiying-Qishao; tolerance 0.05), 0.9 for those
   derived for c_r near 1 (Hunt-Crossley, Herbert-McWhannell, Lankarani-Nikravesh; tolerance
   0.02), 0.95 for Lee-Wang (tolerance 0.03).
+- ``ef-sphere-linear``: elastic foundation, a rigid sphere (R = 20 mm) pressed d = 0.05 mm into a
+  flat linear layer (E = 10 MPa, nu = 0.3, h = 5 mm), 80 x 80 elements: ``F = pi K R d^2 / h``
+  (Argatov eq. 17, K the aggregate modulus), within 1 %.
+- ``ef-sphere-log``: the same with the large-strain law on a thin layer (h = 0.1 mm, strains up to
+  0.5) against the numerical integral of ``-K ln(1 - (d - r^2/(2R))/h) 2 pi r dr``, within 1 %.
+- ``ef-paraboloid``: an elliptic paraboloid indenter (R1 = 20 mm, R2 = 50 mm), d = 0.05 mm, linear
+  layer: ``F = pi K sqrt(R1 R2) d^2 / h``, within 1 %.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -72,9 +80,54 @@ def _restitution(law: str) -> Callable[[Path, dict[str, Any]], dict[str, Any]]:
     return case
 
 
+def press(tables: Path, indenter: str, layer: Any, depth: float, thickness: float, n: int = 80,
+          half_width: float = 0.004) -> float:
+    """Normal force (N) of the ``indenter`` table pushed ``depth`` (m) into the ``ef_layer`` table
+    carrying a layer of ``thickness`` (m), with ``n x n`` elements over +-``half_width`` (m)."""
+    import numpy as np
+
+    from simclient.foundation import FoundationContact, element_grid
+    from simclient.sources import open_surface
+
+    fixed, moving = open_surface(locate("ef_layer", tables=tables)), open_surface(locate(indenter, tables=tables))
+    grid = element_grid(fixed, "layer", (-half_width, half_width), (-half_width, half_width), (n, n), thickness)
+    lowest = moving.read_block(0, moving.header.n_rec_u, 0, moving.header.n_rec_v)[..., 4].min()
+    contact = FoundationContact([grid], moving, layer, extent=(9, 9))
+    I = np.eye(3)
+    return float(contact.evaluate(I, np.zeros(3), I, np.array([0.0, 0.0, -lowest - depth]))["layer"].force[2])
+
+
+def _ef_sphere_linear(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+    from simclient.foundation import LinearLayer
+
+    law, R, d, h = LinearLayer(10e6, 0.3), 0.02, 5e-5, 0.005
+    return _case("ef-sphere-linear", press(tables, "ef_sphere", law, d, h), math.pi * law.aggregate_modulus * R * d**2 / h,
+                 0.01, True, "N")
+
+
+def _ef_sphere_log(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+    from scipy.integrate import quad
+
+    from simclient.foundation import LinearLayer
+
+    law, R, d, h = LinearLayer(10e6, 0.3, large_strain=True), 0.02, 5e-5, 1e-4
+    expected = quad(lambda r: -law.aggregate_modulus * math.log(1 - (d - r * r / (2 * R)) / h) * 2 * math.pi * r,
+                    0, math.sqrt(2 * R * d))[0]
+    return _case("ef-sphere-log", press(tables, "ef_sphere", law, d, h), expected, 0.01, True, "N")
+
+
+def _ef_paraboloid(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+    from simclient.foundation import LinearLayer
+
+    law, R1, R2, d, h = LinearLayer(10e6, 0.3), 0.02, 0.05, 5e-5, 0.005
+    return _case("ef-paraboloid", press(tables, "ef_paraboloid", law, d, h, half_width=0.0025),
+                 math.pi * law.aggregate_modulus * math.sqrt(R1 * R2) * d**2 / h, 0.01, True, "N")
+
+
 CASES: dict[str, Callable[[Path, dict[str, Any]], dict[str, Any]]] = {
     "hertz-indentation": _indentation, "hertz-duration": _duration, "energy": _energy,
     **{f"restitution-{law}": _restitution(law) for law in RESTITUTION},
+    "ef-sphere-linear": _ef_sphere_linear, "ef-sphere-log": _ef_sphere_log, "ef-paraboloid": _ef_paraboloid,
 }
 
 

@@ -79,7 +79,23 @@ def test_family_against_closed_form(name):
 
 
 def test_every_registered_family_is_tested():
-    assert set(FAMILIES) == set(CASES) | {"nurbs"}
+    assert set(FAMILIES) == set(CASES) | {"nurbs", "thin_plate"}
+
+
+def test_thin_plate_partials_and_affine_part():
+    rng = np.random.default_rng(2)
+    frame = {"origin": [0.01, 0, 0], "e1": [1, 0, 0], "e2": [0, 1, 0], "normal": [0, 0, 1]}
+    centres = rng.uniform(-0.01, 0.01, (12, 2))
+    f = make_family("thin_plate", {**frame, "centres": centres.tolist(), "weights": [0.0] * 12,
+                                   "affine": [0.001, 0.002, -0.003], "scale": 0.02})
+    s, _, _ = f.evaluate(np.array([0.004]), np.array([-0.002]))
+    np.testing.assert_allclose(s[0], [0.014, -0.002, 0.001 + 0.002 * 0.2 - 0.003 * -0.1], atol=1e-15)
+    f = make_family("thin_plate", {**frame, "centres": centres.tolist(), "weights": rng.normal(0, 1e-3, 12).tolist(),
+                                   "affine": [0.0, 0.0, 0.0], "scale": 0.02})
+    u, v, h = rng.uniform(-0.01, 0.01, 20), rng.uniform(-0.01, 0.01, 20), 1e-7
+    s, su, sv = f.evaluate(u, v)
+    np.testing.assert_allclose(su, (f.evaluate(u + h, v)[0] - f.evaluate(u - h, v)[0]) / (2 * h), atol=1e-7)
+    np.testing.assert_allclose(sv, (f.evaluate(u, v + h)[0] - f.evaluate(u, v - h)[0]) / (2 * h), atol=1e-7)
 
 
 def test_sphere_zero_meridian_and_poles():

@@ -1,0 +1,420 @@
+"""Elastic-foundation ("bed of springs") contact on tabulated surfaces (Bei & Fregly 2004).
+
+The fixed body carries a grid of contact *elements* sampled from its table (centre, unit normal,
+area ``|tu x tv| du dv``, layer thickness); the moving body's table is read through storage windows.
+For each element a ray is fired from its centre along its normal to the moving surface (a compiled
+Newton solve for ``S(u, v) = O + t D``); the ray distance is corrected to the distance along the local
+midsurface normal (the bisector of the element normal and the moving surface's normal), Bei &
+Fregly's implicit midsurface: for a locally flat moving surface at angle ``alpha`` to the element,
+``d = d_ray cos(alpha) / cos(alpha / 2)``. Each element is an independent spring: its pressure
+follows a layer law of the interpenetration ``d`` and thickness ``h``; it pushes the moving body
+along the midsurface normal with ``p A`` at the element centre (and the fixed body back). Net
+force and torque follow by the principle of replacement about the fixed surface frame's origin.
+
+Active set (Bei & Fregly): when the relative pose changed less than ``copy_tol`` the previous
+solution is copied; otherwise a breadth-first search evaluates the previously active elements and
+spreads outward (8-neighbourhood) until it meets a ring of inactive elements, which also follows
+contact areas that split; only when nothing was active are all elements evaluated.
+``stats`` counts evaluations, copies, full searches and elements evaluated.
+
+Units: SI (m, Pa, N, N m). Frames: element data live in the fixed surface frame; poses are those
+of the surface frames, a table point ``s`` sitting at ``c + R s``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numba as nb
+import numpy as np
+from scipy.interpolate import RegularGridInterpolator
+from scipy.spatial import cKDTree
+
+from simclient import kernels
+from simclient.errors import ContactError
+from simclient.sources import Source, read_field
+from simclient.window import StorageWindow
+
+__all__ = ["LinearLayer", "NonlinearLayer", "ElementGrid", "element_grid", "CompartmentResult",
+           "FoundationContact"]
+
+
+# ------------------------------------------------------------------------------------ layer laws
+def _strain_measure(d: np.ndarray, h: np.ndarray, large: bool) -> np.ndarray:
+    e = np.clip(d / h, 0.0, 0.95)  # beyond 95 % of the layer the laws no longer mean anything
+    return -np.log1p(-e) if large else e
+
+
+@dataclass(frozen=True)
+class LinearLayer:
+    """Linear elastic layer, Bei & Fregly eq. (1) (small strain: ``p = K d / h``) or eq. (2)
+    (large strain: ``p = -K ln(1 - d / h)``), ``K = (1 - nu) E / ((1 + nu)(1 - 2 nu))`` (Pa)."""
+
+    E: float  # Young's modulus, Pa
+    nu: float  # Poisson's ratio
+    large_strain: bool = False
+
+    @property
+    def aggregate_modulus(self) -> float:
+        """``K = (1 - nu) E / ((1 + nu)(1 - 2 nu))``, Pa."""
+        return (1 - self.nu) * self.E / ((1 + self.nu) * (1 - 2 * self.nu))
+
+    def pressure(self, d: np.ndarray, h: np.ndarray) -> np.ndarray:
+        """Pressure (Pa) for interpenetration ``d`` (m) of a layer of thickness ``h`` (m); 0 for d <= 0."""
+        return self.aggregate_modulus * _strain_measure(d, h, self.large_strain)
+
+
+@dataclass(frozen=True)
+class NonlinearLayer:
+    """Nonlinear material of Bei & Fregly eqs. (3)-(4): strain ``eps = eps0/2 (p/p0) + eps0/2
+    (p/p0)^n``, tangent modulus ``E(p) = 1 / (eps0/(2 p0) (1 + n (p/p0)^(n-1)))``, substituted into
+    eq. (1) (or (2) with ``large_strain``): ``p = c E(p) f(d/h)`` with ``c = (1 - nu)/((1 + nu)(1 - 2 nu))``,
+    solved per element (Newton inside a bracket). ``n = 1`` is the linear layer with ``E = p0/eps0``."""
+
+    eps0: float
+    p0: float  # Pa
+    n: float
+    nu: float
+    large_strain: bool = False
+
+    def tangent_modulus(self, p: np.ndarray) -> np.ndarray:
+        """``E(p)``, Pa."""
+        return 1.0 / (0.5 * self.eps0 / self.p0 * (1 + self.n * (np.asarray(p) / self.p0) ** (self.n - 1)))
+
+    def pressure(self, d: np.ndarray, h: np.ndarray) -> np.ndarray:
+        c = (1 - self.nu) / ((1 + self.nu) * (1 - 2 * self.nu))
+        g = c * _strain_measure(d, h, self.large_strain)
+        # f(p) = p - g E(p) rises monotonically (E falls with p): its root lies in [0, g E(0)]
+        lo, hi = np.zeros_like(g), g * self.tangent_modulus(0.0)
+        p = hi.copy()
+        a = 0.5 * self.eps0 / self.p0
+        for _ in range(60):
+            x = p / self.p0
+            E = 1.0 / (a * (1 + self.n * x ** (self.n - 1)))
+            f = p - g * E
+            if np.all(np.abs(f) <= 1e-10 * np.maximum(p, self.p0 * 1e-6)):
+                return p
+            lo = np.where(f < 0, p, lo)
+            hi = np.where(f >= 0, p, hi)
+            dE = -E * E * a * self.n * (self.n - 1) * x ** max(self.n - 2, 0) / self.p0
+            step = p - f / (1 - g * dE)
+            p = np.where((step >= lo) & (step <= hi), step, 0.5 * (lo + hi))
+        raise ContactError(f"nonlinear layer: the pressure solve did not converge (max |residual| "
+                           f"{np.abs(f).max():.3g} Pa)")
+
+
+# -------------------------------------------------------------------------------------- elements
+@dataclass
+class ElementGrid:
+    """Contact elements on a fixed table, in its surface frame: ``shape`` (nu, nv) elements in grid
+    order, their parameters ``uv`` (n, 2), ``centre`` (n, 3) m, unit ``normal`` (n, 3), ``area``
+    (n,) m^2, ``thickness`` (n,) m and ``usable`` (n,) (inside the data footprint)."""
+
+    name: str
+    shape: tuple[int, int]
+    uv: np.ndarray
+    centre: np.ndarray
+    normal: np.ndarray
+    area: np.ndarray
+    thickness: np.ndarray
+    usable: np.ndarray
+    neighbours: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        nu, nv = self.shape
+        idx = np.arange(nu * nv).reshape(nu, nv)
+        pad = np.pad(idx, 1, constant_values=-1)
+        self.neighbours = np.stack([pad[1 + a:1 + a + nu, 1 + b:1 + b + nv].ravel() for a in (-1, 0, 1)
+                                    for b in (-1, 0, 1) if (a, b) != (0, 0)], axis=1)
+
+    @property
+    def n(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+
+def element_grid(source: Source, name: str, u_range: tuple[float, float], v_range: tuple[float, float],
+                 shape: tuple[int, int], thickness: float | str | Callable[[np.ndarray, np.ndarray], np.ndarray]
+                 = "thickness", interpolation: str = "hermite") -> ElementGrid:
+    """Elements at the centres of a ``shape`` grid of cells over ``u_range x v_range`` of the table
+    (the table's parameter units). ``thickness``: metres, the name of the table's per-point field
+    (default ``thickness``), or ``f(centre, normal) -> h``. Elements where the table's
+    ``data_distance`` exceeds its fit's footprint radius are not usable."""
+    h = source.header
+    nu, nv = shape
+    du, dv = (u_range[1] - u_range[0]) / nu, (v_range[1] - v_range[0]) / nv
+    u = u_range[0] + du * (np.arange(nu) + 0.5)
+    v = v_range[0] + dv * (np.arange(nv) + 0.5)
+    ri0, rj0 = _record(h, u[0], v[0])
+    ri1, rj1 = _record(h, u[-1], v[-1])
+    extent = (min(ri1 - ri0 + 3, h.n_rec_u), min(rj1 - rj0 + 3, h.n_rec_v))
+    win = StorageWindow(source, extent=extent, interpolation=interpolation, centre=(u.mean(), v.mean()))
+    U, V = np.meshgrid(u, v, indexing="ij")
+    uv = np.column_stack([U.ravel(), V.ravel()])
+    centre, normal, area = np.empty((len(uv), 3)), np.empty((len(uv), 3)), np.empty(len(uv))
+    for k, (a, b) in enumerate(uv):
+        s = win.sample(a, b)
+        centre[k], normal[k] = s.point, s.normal
+        area[k] = np.linalg.norm(np.cross(s.su, s.sv)) * du * dv
+    usable = np.ones(len(uv), bool)
+    if "data_distance" in h.extras:
+        radius = (h.source.get("fit") or {}).get("footprint_radius_m")
+        if radius is not None:
+            usable = _field(source, "data_distance", uv) <= radius
+    if isinstance(thickness, str):
+        hh = _field(source, thickness, uv)
+    elif callable(thickness):
+        hh = np.asarray(thickness(centre, normal), float)
+    else:
+        hh = np.full(len(uv), float(thickness))
+    if not (np.isfinite(hh[usable]).all() and (hh[usable] > 0).all()):
+        raise ContactError(f"{source.name}: element thickness must be positive and finite "
+                           f"(min {np.nanmin(hh[usable]):.3g} m)")
+    return ElementGrid(name, (nu, nv), uv, centre, normal, area, hh, usable)
+
+
+def _record(h: Any, u: float, v: float) -> tuple[int, int]:
+    i = min(max(int((u - h.u0) / h.du), 0), h.u_npts - 2)
+    j = min(max(int((v - h.v0) / h.dv), 0), h.v_npts - 2)
+    return i // h.u_pts, j // h.v_pts
+
+
+def _field(source: Source, array: str, uv: np.ndarray) -> np.ndarray:
+    h = source.header
+    grid = (h.u0 + h.du * np.arange(h.u_npts), h.v0 + h.dv * np.arange(h.v_npts))
+    return RegularGridInterpolator(grid, read_field(source, array))(uv)
+
+
+# ---------------------------------------------------------------------------------- ray kernel
+HIT, LEFT_WINDOW, MISSED = 0, 1, 2
+
+
+@nb.njit(cache=True)
+def _ray_cast(buf, ip, fp, mode, O, D, uv, idx, out, max_iter, tol):
+    """For elements ``idx``: solve ``S(u, v) = O + t D`` (moving frame) from ``uv``; write
+    ``out[k] = (t, u, v, n_x, n_y, n_z, status)``."""
+    ev = np.empty(30)
+    for k in idx:
+        u, v = uv[k, 0], uv[k, 1]
+        status = MISSED
+        t = 0.0
+        for _ in range(max_iter):
+            where = kernels._inside(ip, fp, u, v)
+            if where != 0:
+                status = LEFT_WINDOW if where == 1 else MISSED
+                break
+            kernels.evaluate(buf, ip, fp, u, v, mode, ev)
+            # F = S - O - t D; J = [S_u, S_v, -D]
+            f0 = ev[0] - O[k, 0] - t * D[k, 0]
+            f1 = ev[1] - O[k, 1] - t * D[k, 1]
+            f2 = ev[2] - O[k, 2] - t * D[k, 2]
+            a0, a1, a2 = ev[3], ev[4], ev[5]
+            b0, b1, b2 = ev[6], ev[7], ev[8]
+            c0, c1, c2 = -D[k, 0], -D[k, 1], -D[k, 2]
+            det = a0 * (b1 * c2 - b2 * c1) - b0 * (a1 * c2 - a2 * c1) + c0 * (a1 * b2 - a2 * b1)
+            if det == 0.0 or det != det:
+                break
+            # Cramer's rule for J x = -F
+            x0 = -(f0 * (b1 * c2 - b2 * c1) - b0 * (f1 * c2 - f2 * c1) + c0 * (f1 * b2 - f2 * b1)) / det
+            x1 = -(a0 * (f1 * c2 - f2 * c1) - f0 * (a1 * c2 - a2 * c1) + c0 * (a1 * f2 - a2 * f1)) / det
+            x2 = -(a0 * (b1 * f2 - b2 * f1) - b0 * (a1 * f2 - a2 * f1) + f0 * (a1 * b2 - a2 * b1)) / det
+            # at most 4 grid cells per step
+            scale = max(abs(x0) / (4 * fp[1]), abs(x1) / (4 * fp[3]), 1.0)
+            u += x0 / scale
+            v += x1 / scale
+            t += x2 / scale
+            if scale == 1.0 and math.sqrt(f0 * f0 + f1 * f1 + f2 * f2) < tol:
+                if kernels._inside(ip, fp, u, v) == 0:
+                    kernels.evaluate(buf, ip, fp, u, v, mode, ev)
+                    t = ((ev[0] - O[k, 0]) * D[k, 0] + (ev[1] - O[k, 1]) * D[k, 1] + (ev[2] - O[k, 2]) * D[k, 2])
+                    status = HIT
+                break
+        out[k, 0] = t
+        out[k, 1] = u
+        out[k, 2] = v
+        if status == HIT:
+            out[k, 3], out[k, 4], out[k, 5] = ev[27], ev[28], ev[29]
+        out[k, 6] = status
+
+
+# ------------------------------------------------------------------------------------- contact
+@dataclass
+class CompartmentResult:
+    """One compartment's contact for one pose (fixed surface frame): ``force`` (N) on the moving
+    body and ``torque`` (N m) about the fixed frame's origin, ``pressure`` (n,) Pa per element
+    (NaN where not usable), ``depth`` (n,) m (corrected interpenetration, 0 where inactive),
+    ``active`` (n,) bool; summaries ``peak_pressure`` and ``mean_pressure`` (area-weighted over the
+    active elements) in Pa, ``area`` m^2, ``centre_of_pressure`` m."""
+
+    name: str
+    force: np.ndarray
+    torque: np.ndarray
+    pressure: np.ndarray
+    depth: np.ndarray
+    active: np.ndarray
+    area: float
+    peak_pressure: float
+    mean_pressure: float
+    centre_of_pressure: np.ndarray
+
+    def summary(self) -> dict[str, Any]:
+        """The DESIGN's per-compartment keys (and a few more)."""
+        return {"force_N": float(np.linalg.norm(self.force)), "torque_Nm": float(np.linalg.norm(self.torque)),
+                "peak_pressure_Pa": self.peak_pressure, "mean_pressure_Pa": self.mean_pressure,
+                "area_m2": self.area, "active_elements": int(self.active.sum()),
+                "force_vector_N": self.force.tolist(), "centre_of_pressure_m": self.centre_of_pressure.tolist()}
+
+
+class _Compartment:
+    """Per-compartment state: the moving window, warm starts and the last solution."""
+
+    def __init__(self, grid: ElementGrid, window: StorageWindow) -> None:
+        self.grid = grid
+        self.window = window
+        n = grid.n
+        self.uv = np.zeros((n, 2))
+        self.warm = np.zeros(n, bool)  # uv holds a hit from an earlier evaluation
+        self.out = np.zeros((n, 7))
+        self.active = np.zeros(n, bool)
+        self.tree_version = -1
+        self.tree: cKDTree | None = None
+        self.tree_uv: np.ndarray | None = None
+        self.last: CompartmentResult | None = None
+
+
+class FoundationContact:
+    """Elastic-foundation contact between element grids on a fixed table and a moving table.
+
+    Parameters
+    ----------
+    grids : element grids (compartments), from :func:`element_grid`.
+    moving : the moving body's table (a source); one storage window of ``extent`` records per
+        compartment, first centred at ``guesses[name]`` (moving-table parameters) or the table centre.
+    layer : a :class:`LinearLayer` or :class:`NonlinearLayer`.
+    copy_tol : pose change (m, and rad times 1 m) below which the previous solution is copied.
+    """
+
+    def __init__(self, grids: list[ElementGrid], moving: Source, layer: Any, *, extent: tuple[int, int] = (7, 7),
+                 interpolation: str = "hermite", guesses: dict[str, tuple[float, float]] | None = None,
+                 copy_tol: float = 1e-12, max_iter: int = 30, tol: float = 1e-10) -> None:
+        guesses = guesses or {}
+        self.layer = layer
+        self.compartments = {g.name: _Compartment(g, StorageWindow(moving, extent=extent, interpolation=interpolation,
+                                                                   centre=guesses.get(g.name)))
+                             for g in grids}
+        self.copy_tol, self.max_iter, self.tol = copy_tol, max_iter, tol
+        self._pose: np.ndarray | None = None
+        self.evaluations = self.copies = self.full_searches = self.searches = self.elements_evaluated = 0
+        self.misses = 0
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """``evaluations`` (pose evaluations), ``copies`` (solutions copied), ``full_searches`` and
+        ``searches`` (breadth-first, per compartment), ``elements_evaluated`` (ray casts),
+        ``elements`` (usable elements), ``window_updates``."""
+        return {"evaluations": self.evaluations, "copies": self.copies, "full_searches": self.full_searches,
+                "searches": self.searches, "elements_evaluated": self.elements_evaluated,
+                "elements": int(sum(c.grid.usable.sum() for c in self.compartments.values())),
+                "window_updates": sum(c.window.updates for c in self.compartments.values())}
+
+    def evaluate(self, R_fixed: np.ndarray, c_fixed: np.ndarray, R_moving: np.ndarray, c_moving: np.ndarray,
+                 full: bool = False) -> dict[str, CompartmentResult]:
+        """Contact for the surface frames' poses (global): per compartment, in the fixed surface frame.
+        ``full`` forces a full search (for checks)."""
+        # relative pose of the moving surface frame in the fixed surface frame
+        R = R_fixed.T @ R_moving
+        c = R_fixed.T @ (c_moving - c_fixed)
+        pose = np.concatenate([R.ravel(), c])
+        self.evaluations += 1
+        if (not full and self._pose is not None and np.abs(pose - self._pose).max() <= self.copy_tol
+                and all(k.last is not None for k in self.compartments.values())):
+            self.copies += 1
+            return {name: k.last for name, k in self.compartments.items()}  # type: ignore[misc]
+        self._pose = pose
+        return {name: self._solve(k, R, c, full) for name, k in self.compartments.items()}
+
+    # -- one compartment -------------------------------------------------------------------------
+    def _solve(self, k: _Compartment, R: np.ndarray, c: np.ndarray, full: bool) -> CompartmentResult:
+        g = k.grid
+        O = (g.centre - c) @ R  # element centres and normals in the moving frame
+        D = g.normal @ R
+        evaluated = np.zeros(g.n, bool)
+        active = np.zeros(g.n, bool)
+        full = full or not k.active.any()
+        if full:
+            self.full_searches += 1
+            wave = np.flatnonzero(g.usable)
+        else:
+            self.searches += 1
+            wave = np.flatnonzero(k.active)
+        while len(wave):
+            self._cast(k, O, D, wave)
+            evaluated[wave] = True
+            hit = wave[k.out[wave, 6] == HIT]
+            hit_active = hit[k.out[hit, 0] < 0]
+            active[hit_active] = True
+            if full:
+                break  # everything usable was evaluated
+            nb_ = g.neighbours[hit_active].ravel()
+            nb_ = np.unique(nb_[nb_ >= 0])
+            wave = nb_[~evaluated[nb_] & g.usable[nb_]]
+        k.active = active
+        return self._result(k, R, active)
+
+    def _cast(self, k: _Compartment, O: np.ndarray, D: np.ndarray, idx: np.ndarray) -> None:
+        w = k.window
+        self.elements_evaluated += len(idx)
+        for _ in range(3):
+            cold = idx[~k.warm[idx]]
+            if len(cold):
+                k.uv[cold] = self._coarse(k, O[cold])
+            _ray_cast(w.buffer, w.ip, w.fp, w.mode, O, D, k.uv, idx, k.out, self.max_iter, self.tol)
+            st = k.out[idx, 6]
+            k.warm[idx] = st == HIT
+            k.uv[idx[st == HIT]] = k.out[idx[st == HIT], 1:3]
+            left = idx[st == LEFT_WINDOW]
+            if not len(left):
+                return
+            # re-centre on the hits (or, with none, on where the rays left) and cast those again
+            ref = k.out[idx[st == HIT], 1:3] if (st == HIT).any() else k.out[left, 1:3]
+            u, v = np.clip(ref.mean(axis=0), [w.header.u0, w.header.v0], [w.header.u1, w.header.v1])
+            if not w.update(float(u), float(v)):
+                break
+            idx = left
+            k.warm[idx] = False
+        self.misses += int((k.out[idx, 6] != HIT).sum())
+
+    def _coarse(self, k: _Compartment, O: np.ndarray) -> np.ndarray:
+        """Start parameters: the window point nearest each ray origin."""
+        w = k.window
+        if k.tree_version != w.version:
+            pts = w.points()[:-1, :-1]  # the last row/column starts a cell outside the window
+            k.tree = cKDTree(pts[..., 2:5].reshape(-1, 3))
+            k.tree_uv = pts[..., 0:2].reshape(-1, 2)
+            k.tree_version = w.version
+        assert k.tree is not None and k.tree_uv is not None
+        return k.tree_uv[k.tree.query(O)[1]]
+
+    def _result(self, k: _Compartment, R: np.ndarray, active: np.ndarray) -> CompartmentResult:
+        g = k.grid
+        n_m = k.out[:, 3:6] @ R.T  # moving normals in the fixed frame
+        cos_a = np.clip(-(g.normal * n_m).sum(1), -1.0, 1.0)
+        d = np.where(active, -k.out[:, 0], 0.0)
+        d = np.where(active, d * cos_a / np.sqrt(0.5 * (1 + cos_a)), 0.0)  # cos(a/2) = sqrt((1 + cos a)/2)
+        p = np.zeros(g.n)
+        if active.any():
+            p[active] = self.layer.pressure(d[active], g.thickness[active])
+        mid = g.normal - n_m
+        mid /= np.maximum(np.linalg.norm(mid, axis=1, keepdims=True), 1e-300)
+        f = (p * g.area)[:, None] * mid
+        F = f.sum(axis=0)
+        T = np.cross(g.centre, f).sum(axis=0)
+        area = float(g.area[active].sum())
+        load = float((p * g.area).sum())
+        cop = (g.centre * (p * g.area)[:, None]).sum(axis=0) / load if load > 0 else np.full(3, np.nan)
+        pressure = np.where(g.usable, p, np.nan)
+        res = CompartmentResult(g.name, F, T, pressure, d, active.copy(), area, float(p.max(initial=0.0)),
+                                load / area if area > 0 else 0.0, cop)
+        k.last = res
+        return res

@@ -1,0 +1,133 @@
+"""Elastic-foundation contact against closed forms, the active-set search against a full search,
+and the material laws against each other."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import ndimage
+
+from preprocess.build import build_surface, parse_surface
+from preprocess.families import Family
+from simclient.errors import ContactError
+from simclient.foundation import FoundationContact, LinearLayer, NonlinearLayer, element_grid
+from simclient.poses import rotation_matrix
+from simclient.sources import open_surface
+from simclient.validate import press, run_cases
+
+I3 = np.eye(3)
+
+
+def test_validation_cases_pass(sample_tables):
+    for case in run_cases(sample_tables, ["ef-sphere-linear", "ef-sphere-log", "ef-paraboloid"]):
+        assert case["passed"], case
+
+
+def test_sphere_on_linear_layer_converges_with_the_grid(sample_tables):
+    law, R, d, h = LinearLayer(10e6, 0.3), 0.02, 5e-5, 0.005
+    exact = math.pi * law.aggregate_modulus * R * d**2 / h
+    forces = [press(sample_tables, "ef_sphere", law, d, h, n=n, half_width=0.002) for n in (10, 20, 40, 80)]
+    errors = [abs(f / exact - 1) for f in forces]
+    assert errors[-1] < 0.01
+    steps = np.abs(np.diff(forces))
+    assert steps[0] > steps[1] > steps[2]  # successive refinements change the force less and less
+
+
+def test_nonlinear_material_n1_is_linear_and_softens_for_n3():
+    d, h = np.linspace(1e-7, 4e-4, 50), np.full(50, 0.008)
+    eps0, p0, nu = 0.0597, 18.4e6, 0.46
+    lin = LinearLayer(p0 / eps0, nu)
+    np.testing.assert_allclose(NonlinearLayer(eps0, p0, 1, nu).pressure(d, h), lin.pressure(d, h), rtol=1e-12)
+    p3 = NonlinearLayer(eps0, p0, 3, nu).pressure(d, h)
+    # the solution satisfies the substituted equation p = c E(p) d/h ...
+    c = (1 - nu) / ((1 + nu) * (1 - 2 * nu))
+    np.testing.assert_allclose(p3, c * NonlinearLayer(eps0, p0, 3, nu).tangent_modulus(p3) * d / h, rtol=1e-8)
+    # ... starts at the initial modulus 2 p0 / eps0 and softens as the pressure rises
+    lin0 = LinearLayer(2 * p0 / eps0, nu).pressure(d, h)
+    assert p3[0] == pytest.approx(lin0[0], rel=1e-3) and (p3[-1] < 0.5 * lin0[-1])
+    np.testing.assert_array_less(0, np.diff(p3))
+    # large strain exceeds small strain at the same depth
+    assert (LinearLayer(463e6, 0.46, large_strain=True).pressure(d, h) > LinearLayer(463e6, 0.46).pressure(d, h)).all()
+
+
+def _contact(sample_tables, law=None, n=40):
+    fixed = open_surface(sample_tables / "ef_layer.zarr")
+    moving = open_surface(sample_tables / "ef_sphere.zarr")
+    grid = element_grid(fixed, "c", (-0.004, 0.004), (-0.004, 0.004), (n, n), 0.005)
+    return FoundationContact([grid], moving, law or LinearLayer(10e6, 0.3), extent=(9, 9))
+
+
+def test_force_and_torque_unchanged_by_a_rigid_motion_of_both_bodies(sample_tables):
+    # an off-centre, tilted sphere gives a force with tangential parts and a torque
+    Rm = rotation_matrix(np.array([math.cos(0.05), math.sin(0.05), 0, 0]))
+    cm = np.array([0.0012, -0.0007, 0.02 - 1e-4])
+    base = _contact(sample_tables).evaluate(I3, np.zeros(3), Rm, cm)["c"]
+    assert np.linalg.norm(base.torque) > 1e-4 and abs(base.force[1]) > 1e-3 * base.force[2]
+    rng = np.random.default_rng(4)
+    q = rng.normal(size=4)
+    Q, t = rotation_matrix(q / np.linalg.norm(q)), rng.normal(0, 0.05, 3)
+    moved = _contact(sample_tables).evaluate(Q, t, Q @ Rm, Q @ cm + t)["c"]
+    np.testing.assert_allclose(moved.force, base.force, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(moved.torque, base.torque, rtol=1e-9, atol=1e-12)
+    assert moved.area == pytest.approx(base.area) and moved.peak_pressure == pytest.approx(base.peak_pressure)
+
+
+class DoubleBump(Family):
+    """z = (u^2 - b^2)^2 / (8 b^2 R) + v^2 / (2 R): two lowest points at u = +-b (curvature 1/R)
+    with a hump of b^2 / (8 R) between them."""
+
+    name = "double_bump"
+    params = ("b", "R")
+
+    def evaluate(self, u, v):
+        b, R = self.parameters["b"], self.parameters["R"]
+        u, v = np.broadcast_arrays(u, v)
+        z = (u**2 - b**2) ** 2 / (8 * b**2 * R) + v**2 / (2 * R)
+        s = np.stack([u, v, z], axis=-1)
+        tu = np.stack([np.ones_like(u), np.zeros_like(u), (u**2 - b**2) * u / (2 * b**2 * R)], axis=-1)
+        tv = np.stack([np.zeros_like(u), np.ones_like(u), v / R], axis=-1)
+        return s, tu, tv
+
+
+def test_active_set_search_matches_full_search_through_a_split(tmp_path, sample_tables):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build_surface(parse_surface("bump", {"b": 0.003, "R": 0.01, "u_range": [-0.007, 0.007],
+                                             "v_range": [-0.005, 0.005], "grid": [141, 101], "record": [10, 10],
+                                             "flip": True}, family=DoubleBump), tmp_path)
+    fixed = open_surface(sample_tables / "ef_layer.zarr")
+    law = LinearLayer(10e6, 0.3)
+
+    def make():
+        grid = element_grid(fixed, "c", (-0.006, 0.006), (-0.004, 0.004), (60, 40), 0.005)
+        return FoundationContact([grid], open_surface(tmp_path / "bump.zarr"), law, extent=(15, 11))
+
+    tracked, full = make(), make()
+    hump = 0.003**2 / (8 * 0.01)  # 0.1125 mm
+    components = []
+    for depth in [*np.linspace(0.2e-3, 0.03e-3, 10), *np.linspace(0.05e-3, 0.2e-3, 6)]:
+        c = np.array([0, 0, -depth])
+        a = tracked.evaluate(I3, np.zeros(3), I3, c)["c"]
+        b = full.evaluate(I3, np.zeros(3), I3, c, full=True)["c"]
+        np.testing.assert_array_equal(a.active, b.active)
+        assert a.force[2] == pytest.approx(b.force[2], rel=1e-12)
+        components.append((depth, ndimage.label(a.active.reshape(60, 40), structure=np.ones((3, 3)))[1]))
+    # one region above the hump's depth, two below it: the tracked search followed the split
+    assert all(k == (1 if d > hump + 0.01e-3 else 2) for d, k in components if abs(d - hump) > 0.01e-3)
+    assert tracked.full_searches == 1 and tracked.searches == 15
+    assert tracked.elements_evaluated < 0.5 * full.elements_evaluated
+    # the same pose again: the solution is copied, nothing is evaluated
+    before = tracked.elements_evaluated
+    tracked.evaluate(I3, np.zeros(3), I3, c)
+    assert tracked.copies == 1 and tracked.elements_evaluated == before
+
+
+def test_bad_element_thickness_is_refused(sample_tables):
+    fixed = open_surface(sample_tables / "ef_layer.zarr")
+    with pytest.raises(ContactError, match="thickness must be positive"):
+        element_grid(fixed, "c", (-0.004, 0.004), (-0.004, 0.004), (10, 10), -0.001)
+    with pytest.raises(Exception, match="no per-point field 'thickness'"):
+        element_grid(fixed, "c", (-0.004, 0.004), (-0.004, 0.004), (10, 10))
