@@ -120,9 +120,48 @@ def _extent(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"window extent must look like 3x9, got {text!r}") from None
 
 
+def _artificial_knee(args: argparse.Namespace) -> int:
+    from simclient.implant_knee import ImplantKneeParams, artificial_knee
+    from simclient.scenarios import dump, locate
+
+    say = _say(args.json or not sys.stderr.isatty())
+    summary = artificial_knee(args.insert or locate("tibial_insert", args.store, args.tables),
+                              args.femoral or locate("femoral_component", args.store, args.tables),
+                              ImplantKneeParams(material=args.material), analyses=args.analysis, out=args.out,
+                              progress=say)
+    if args.json:
+        print(dump(summary))
+        return 0
+    print(f"artificial-knee ({args.material} UHMWPE, {summary['element_grid'][0]} x {summary['element_grid'][1]} "
+          f"elements per compartment, {summary['usable_elements']} usable): {summary['wall_s']:.1f} s wall")
+    for row in summary.get("static", []):
+        c = row["compartments"]
+        print(f"  static {row['flexion_deg']:4.0f} deg {row['load_N']:6.0f} N: medial {c['medial']['force_N']:7.1f} N, "
+              f"lateral {c['lateral']['force_N']:7.1f} N, SI {row['si_mm']:+.3f} mm, ML {row['ml_mm']:+.3f} mm, "
+              f"VV {row['varus_valgus_deg']:+.3f} deg")
+    if "gait" in summary:
+        g = summary["gait"]
+        print(f"  gait cycle: {g['wall_s']:.2f} s wall, {g['rhs_evaluations']} evaluations, {g['element_casts']} ray "
+              f"casts ({g['us_per_element']:.1f} us each with everything, {g['us_per_element_full_search']:.2f} us "
+              f"per element evaluation alone); force imbalance <= {g['max_force_imbalance_stance']:.1%} of the load in "
+              f"stance, {g['max_force_imbalance']:.0%} overall; maximum axial load at t = {summary['t_max_load_s']:.2f} s:")
+    print(f"  {'':24s}{'medial':>12s}{'lateral':>12s}")
+    for key, label, scale in (("force_N", "contact force [N]", 1), ("torque_Nm", "contact torque [N m]", 1),
+                              ("peak_pressure_Pa", "peak pressure [MPa]", 1e-6),
+                              ("mean_pressure_Pa", "average pressure [MPa]", 1e-6), ("area_m2", "contact area [mm^2]", 1e6),
+                              ("active_elements", "active elements", 1)):
+        c = summary["compartments"]
+        print(f"  {label:24s}{c['medial'][key] * scale:12.4g}{c['lateral'][key] * scale:12.4g}")
+    for f in summary.get("files", []):
+        print(f"  wrote {f}")
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     from simclient.scenarios import BallParams, bouncing_ball, dump, locate
 
+    if args.scenario == "artificial-knee":
+        return _artificial_knee(args)
     kw = {"token": args.token} if args.token else {}
     if args.scenario == "knee3d":
         from simclient.scenarios import KneeParams, knee3d
@@ -180,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="simclient", description="Multibody contact against tabulated surfaces.")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a scenario")
-    r.add_argument("scenario", choices=["bouncing-ball", "knee3d"])
+    r.add_argument("scenario", choices=["bouncing-ball", "knee3d", "artificial-knee"])
     src = r.add_mutually_exclusive_group()
     src.add_argument("--store", help="base URL of a surface store (http://host:port)")
     src.add_argument("--tables", type=Path, default=ROOT / "tables", help="folder of NAME.zarr tables")
@@ -199,6 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--vx", type=float, default=0.15, help="bouncing-ball: horizontal velocity, m/s [0.15]")
     r.add_argument("--x0", type=float, default=-0.03, help="bouncing-ball: initial x of the centre, m [-0.03]")
     r.add_argument("--prefetch", action="store_true", help="prefetch the next window strips")
+    r.add_argument("--insert", help="artificial-knee: location of the tibial insert's table [tibial_insert]")
+    r.add_argument("--femoral", help="artificial-knee: location of the femoral component's table [femoral_component]")
+    r.add_argument("--material", choices=["linear", "nonlinear"], default="linear",
+                   help="artificial-knee: UHMWPE model [linear]")
+    r.add_argument("--analysis", choices=["static", "gait", "both"], default="both",
+                   help="artificial-knee: static settles, the gait-like cycle or both [both]")
     r.add_argument("--out", type=Path, help="folder for histories (NPZ, CSV) and plots")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=_run)

@@ -12,9 +12,12 @@ along the midsurface normal with ``p A`` at the element centre (and the fixed bo
 force and torque follow by the principle of replacement about the fixed surface frame's origin.
 
 Active set (Bei & Fregly): when the relative pose changed less than ``copy_tol`` the previous
-solution is copied; otherwise a breadth-first search evaluates the previously active elements and
-spreads outward (8-neighbourhood) until it meets a ring of inactive elements, which also follows
-contact areas that split; only when nothing was active are all elements evaluated.
+solution is copied; otherwise a breadth-first search evaluates the previously tracked elements and
+spreads outward (8-neighbourhood) until it meets a ring of untracked elements, which also follows
+contact areas that split. Two safeguards beyond the paper: the tracked set holds the elements
+within ``margin`` of the moving surface (not only the penetrating ones), and every ``full_every``
+solves a full search finds areas appearing away from the tracked ones; all elements are also
+evaluated when nothing was tracked, or when the search from the previous set finds nothing.
 ``stats`` counts evaluations, copies, full searches and elements evaluated.
 
 Units: SI (m, Pa, N, N m). Frames: element data live in the fixed surface frame; poses are those
@@ -188,6 +191,7 @@ def _field(source: Source, array: str, uv: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------- ray kernel
 HIT, LEFT_WINDOW, MISSED = 0, 1, 2
+NEAR = 2e-3  # m: a ray that leaves the window closer than this to the moving surface is cast again
 
 
 @nb.njit(cache=True)
@@ -276,7 +280,8 @@ class _Compartment:
         self.uv = np.zeros((n, 2))
         self.warm = np.zeros(n, bool)  # uv holds a hit from an earlier evaluation
         self.out = np.zeros((n, 7))
-        self.active = np.zeros(n, bool)
+        self.near = np.zeros(n, bool)  # tracked set: penetrating or within the margin
+        self.since_full = 0
         self.tree_version = -1
         self.tree: cKDTree | None = None
         self.tree_uv: np.ndarray | None = None
@@ -293,17 +298,23 @@ class FoundationContact:
         compartment, first centred at ``guesses[name]`` (moving-table parameters) or the table centre.
     layer : a :class:`LinearLayer` or :class:`NonlinearLayer`.
     copy_tol : pose change (m, and rad times 1 m) below which the previous solution is copied.
+    margin : the breadth-first search tracks and spreads through the elements within ``margin`` (m)
+        of the moving surface, not only the penetrating ones, so areas about to touch are found.
+    full_every : a full search every this many solves per compartment (0: never), which finds
+        contact areas appearing away from the tracked ones.
     """
 
     def __init__(self, grids: list[ElementGrid], moving: Source, layer: Any, *, extent: tuple[int, int] = (7, 7),
                  interpolation: str = "hermite", guesses: dict[str, tuple[float, float]] | None = None,
-                 copy_tol: float = 1e-12, max_iter: int = 30, tol: float = 1e-10) -> None:
+                 copy_tol: float = 1e-12, margin: float = 2e-4, full_every: int = 50, max_iter: int = 30,
+                 tol: float = 1e-10) -> None:
         guesses = guesses or {}
         self.layer = layer
         self.compartments = {g.name: _Compartment(g, StorageWindow(moving, extent=extent, interpolation=interpolation,
                                                                    centre=guesses.get(g.name)))
                              for g in grids}
         self.copy_tol, self.max_iter, self.tol = copy_tol, max_iter, tol
+        self.margin, self.full_every = margin, full_every
         self._pose: np.ndarray | None = None
         self.evaluations = self.copies = self.full_searches = self.searches = self.elements_evaluated = 0
         self.misses = 0
@@ -312,9 +323,11 @@ class FoundationContact:
     def stats(self) -> dict[str, Any]:
         """``evaluations`` (pose evaluations), ``copies`` (solutions copied), ``full_searches`` and
         ``searches`` (breadth-first, per compartment), ``elements_evaluated`` (ray casts),
-        ``elements`` (usable elements), ``window_updates``."""
+        ``elements`` (usable elements), ``window_updates``, ``misses`` (rays whose last estimate
+        penetrated but that stayed outside the window after re-centring: counted as out of contact;
+        should be 0, else the window is too small for the contact area)."""
         return {"evaluations": self.evaluations, "copies": self.copies, "full_searches": self.full_searches,
-                "searches": self.searches, "elements_evaluated": self.elements_evaluated,
+                "searches": self.searches, "elements_evaluated": self.elements_evaluated, "misses": self.misses,
                 "elements": int(sum(c.grid.usable.sum() for c in self.compartments.values())),
                 "window_updates": sum(c.window.updates for c in self.compartments.values())}
 
@@ -326,6 +339,9 @@ class FoundationContact:
         R = R_fixed.T @ R_moving
         c = R_fixed.T @ (c_moving - c_fixed)
         pose = np.concatenate([R.ravel(), c])
+        if not np.isfinite(pose).all():
+            raise ContactError(f"elastic foundation: non-finite pose of the moving body (R = {R.tolist()}, "
+                               f"c = {c.tolist()})")
         self.evaluations += 1
         if (not full and self._pose is not None and np.abs(pose - self._pose).max() <= self.copy_tol
                 and all(k.last is not None for k in self.compartments.values())):
@@ -340,29 +356,42 @@ class FoundationContact:
         O = (g.centre - c) @ R  # element centres and normals in the moving frame
         D = g.normal @ R
         evaluated = np.zeros(g.n, bool)
-        active = np.zeros(g.n, bool)
-        full = full or not k.active.any()
+        near = np.zeros(g.n, bool)  # penetrating or within `margin` of the moving surface
+        k.since_full += 1
+        full = full or not k.near.any() or (self.full_every > 0 and k.since_full >= self.full_every)
         if full:
             self.full_searches += 1
+            k.since_full = 0
             wave = np.flatnonzero(g.usable)
         else:
             self.searches += 1
-            wave = np.flatnonzero(k.active)
+            wave = np.flatnonzero(k.near)
         while len(wave):
             self._cast(k, O, D, wave)
             evaluated[wave] = True
             hit = wave[k.out[wave, 6] == HIT]
-            hit_active = hit[k.out[hit, 0] < 0]
-            active[hit_active] = True
+            hit_near = hit[k.out[hit, 0] < self.margin]
+            near[hit_near] = True
             if full:
                 break  # everything usable was evaluated
-            nb_ = g.neighbours[hit_active].ravel()
+            nb_ = g.neighbours[hit_near].ravel()
             nb_ = np.unique(nb_[nb_ >= 0])
             wave = nb_[~evaluated[nb_] & g.usable[nb_]]
-        k.active = active
+            if not len(wave) and not near.any():
+                # the surfaces moved apart from every tracked element in one step: search everything
+                self.full_searches += 1
+                full = True
+                wave = np.flatnonzero(g.usable & ~evaluated)
+        k.near = near
+        active = near & evaluated & (k.out[:, 6] == HIT) & (k.out[:, 0] < 0)
         return self._result(k, R, active)
 
     def _cast(self, k: _Compartment, O: np.ndarray, D: np.ndarray, idx: np.ndarray) -> None:
+        """Ray casts for elements ``idx``. If rays leave the window within ``NEAR`` of the moving
+        surface, the window is centred on the penetrating hits (or, with none, on those rays' exit
+        points) and they are cast again; rays leaving farther away are out of contact. Rays still
+        outside after that whose estimate penetrates are counted in ``misses`` (the window is
+        then smaller than the contact area)."""
         w = k.window
         self.elements_evaluated += len(idx)
         for _ in range(3):
@@ -374,16 +403,19 @@ class FoundationContact:
             k.warm[idx] = st == HIT
             k.uv[idx[st == HIT]] = k.out[idx[st == HIT], 1:3]
             left = idx[st == LEFT_WINDOW]
-            if not len(left):
+            near = left[k.out[left, 0] < NEAR]  # left close to (or inside) the moving surface
+            if not len(near):
                 return
-            # re-centre on the hits (or, with none, on where the rays left) and cast those again
-            ref = k.out[idx[st == HIT], 1:3] if (st == HIT).any() else k.out[left, 1:3]
+            hits = idx[(st == HIT) & (k.out[idx, 0] < 0)]
+            ref = k.out[hits, 1:3] if len(hits) else k.out[near, 1:3]
             u, v = np.clip(ref.mean(axis=0), [w.header.u0, w.header.v0], [w.header.u1, w.header.v1])
-            if not w.update(float(u), float(v)):
+            # a penetrating ray outside the window moves it; others only for a shift of 2 records
+            deep = (k.out[near, 0] < 0).any()
+            if not w.centre_on(float(u), float(v), min_shift=1 if deep else 2):
                 break
-            idx = left
+            idx = near
             k.warm[idx] = False
-        self.misses += int((k.out[idx, 6] != HIT).sum())
+        self.misses += int((k.out[near, 0] < 0).sum())
 
     def _coarse(self, k: _Compartment, O: np.ndarray) -> np.ndarray:
         """Start parameters: the window point nearest each ray origin."""
@@ -398,23 +430,24 @@ class FoundationContact:
 
     def _result(self, k: _Compartment, R: np.ndarray, active: np.ndarray) -> CompartmentResult:
         g = k.grid
-        n_m = k.out[:, 3:6] @ R.T  # moving normals in the fixed frame
-        cos_a = np.clip(-(g.normal * n_m).sum(1), -1.0, 1.0)
-        d = np.where(active, -k.out[:, 0], 0.0)
-        d = np.where(active, d * cos_a / np.sqrt(0.5 * (1 + cos_a)), 0.0)  # cos(a/2) = sqrt((1 + cos a)/2)
+        a = np.flatnonzero(active)  # only the active elements carry load
+        n_m = k.out[a, 3:6] @ R.T  # moving normals in the fixed frame
+        cos_a = np.clip(-(g.normal[a] * n_m).sum(1), -1.0, 1.0)
+        d = np.zeros(g.n)
+        d[a] = -k.out[a, 0] * cos_a / np.sqrt(0.5 * (1 + cos_a))  # cos(a/2) = sqrt((1 + cos a) / 2)
         p = np.zeros(g.n)
-        if active.any():
-            p[active] = self.layer.pressure(d[active], g.thickness[active])
-        mid = g.normal - n_m
+        if len(a):
+            p[a] = self.layer.pressure(d[a], g.thickness[a])
+        mid = g.normal[a] - n_m
         mid /= np.maximum(np.linalg.norm(mid, axis=1, keepdims=True), 1e-300)
-        f = (p * g.area)[:, None] * mid
+        pa = p[a] * g.area[a]
+        f = pa[:, None] * mid
         F = f.sum(axis=0)
-        T = np.cross(g.centre, f).sum(axis=0)
-        area = float(g.area[active].sum())
-        load = float((p * g.area).sum())
-        cop = (g.centre * (p * g.area)[:, None]).sum(axis=0) / load if load > 0 else np.full(3, np.nan)
-        pressure = np.where(g.usable, p, np.nan)
-        res = CompartmentResult(g.name, F, T, pressure, d, active.copy(), area, float(p.max(initial=0.0)),
-                                load / area if area > 0 else 0.0, cop)
+        T = np.cross(g.centre[a], f).sum(axis=0)
+        area = float(g.area[a].sum())
+        load = float(pa.sum())
+        cop = (g.centre[a] * pa[:, None]).sum(axis=0) / load if load > 0 else np.full(3, np.nan)
+        res = CompartmentResult(g.name, F, T, np.where(g.usable, p, np.nan), d, active.copy(), area,
+                                float(p.max(initial=0.0)), load / area if area > 0 else 0.0, cop)
         k.last = res
         return res

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["save_bouncing_ball", "save_knee3d"]
+__all__ = ["save_bouncing_ball", "save_knee3d", "save_artificial_knee"]
 
 
 def save_bouncing_ball(summary: dict[str, Any], out: Path) -> list[Path]:
@@ -91,3 +91,70 @@ def save_knee3d(summary: dict[str, Any], out: Path) -> list[Path]:
     fig.savefig(files[2], dpi=110)
     plt.close(fig)
     return files
+
+
+def save_artificial_knee(out: Path, gait: dict[str, Any], knee: Any, params: Any) -> list[str]:
+    """Save the artificial knee's gait cycle to ``out``: the pressure maps as a Zarr v3 group
+    ``pressure.zarr`` (one array per compartment, shape (times, nu, nv) in Pa aligned with the
+    element grid, chunked one time step per chunk, NaN where no element is usable, plus ``t_s``
+    and the element centres ``x_m``/``z_m``), the histories (CSV), contour plots of the
+    pressure at the instant of maximum axial load and the histories' plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import zarr
+
+    out.mkdir(parents=True, exist_ok=True)
+    h = gait["history"]
+    root = zarr.open_group(str(out / "pressure.zarr"), mode="w", zarr_format=3)
+    root.attrs.update({"units": "Pa", "material": params.material, "element_grid": list(params.grid),
+                       "frame": "insert (tibial) table frame: +y superior, +z medial"})
+    root.create_array("t_s", data=np.asarray(h["t_s"]))
+    for name, maps in gait["maps"].items():
+        grid = knee.contact.compartments[name].grid
+        arr = root.create_array(name, shape=maps.shape, chunks=(1, *maps.shape[1:]), dtype="f8", fill_value=np.nan)
+        arr[:] = maps
+        for axis, k in (("x_m", 0), ("z_m", 2)):
+            root.create_array(f"{name}_{axis}", data=grid.centre[:, k].reshape(grid.shape))
+    keys = [k for k in h if len(h[k]) == len(h["t_s"])]
+    np.savetxt(out / "artificial_knee.csv", np.column_stack([h[k] for k in keys]), delimiter=",",
+               header=",".join(keys), comments="")
+    # contour maps at maximum axial load, both compartments on the insert's x-z plane (mm)
+    k_max = int(np.argmax(h["load_N"]))
+    fig, ax = plt.subplots(1, 1, figsize=(7, 6))
+    vmax = max(np.nanmax(m[k_max]) for m in gait["maps"].values()) / 1e6
+    levels = np.linspace(0, max(vmax, 1e-3), 15)
+    for name, maps in gait["maps"].items():
+        grid = knee.contact.compartments[name].grid
+        X = grid.centre[:, 0].reshape(grid.shape) * 1e3
+        Z = grid.centre[:, 2].reshape(grid.shape) * 1e3
+        P = np.where(grid.usable.reshape(grid.shape), maps[k_max] / 1e6, np.nan)
+        cs = ax.contourf(Z, X, P, levels=levels, cmap="viridis")
+        ax.contour(Z, X, grid.usable.reshape(grid.shape).astype(float), levels=[0.5], colors="grey", linewidths=0.5)
+    fig.colorbar(cs, label="contact pressure [MPa]")
+    ax.set(xlabel="z (medial +) [mm]", ylabel="x (posterior +) [mm]", aspect="equal",
+           title=f"{params.material} UHMWPE, t = {h['t_s'][k_max]:.2f} s, axial load {h['load_N'][k_max]:.0f} N")
+    fig.tight_layout()
+    fig.savefig(out / "artificial_knee_pressure.png", dpi=110)
+    plt.close(fig)
+    fig, ax = plt.subplots(2, 2, figsize=(11, 7))
+    t = np.asarray(h["t_s"])
+    ax[0, 0].plot(t, h["load_N"], "k", label="axial load")
+    ax[0, 0].plot(t, h["medial_N"], label="medial contact")
+    ax[0, 0].plot(t, h["lateral_N"], label="lateral contact")
+    ax[0, 0].set(xlabel="t [s]", ylabel="force [N]", title="loads")
+    ax[0, 0].legend()
+    ax[0, 1].plot(t, h["flexion_deg"])
+    ax[0, 1].set(xlabel="t [s]", ylabel="flexion [deg]", title="prescribed flexion")
+    ax[1, 0].plot(t, h["si_mm"], label="superior-inferior")
+    ax[1, 0].plot(t, h["ml_mm"], label="medial-lateral")
+    ax[1, 0].set(xlabel="t [s]", ylabel="translation from neutral [mm]", title="predicted translations")
+    ax[1, 0].legend()
+    ax[1, 1].plot(t, h["varus_valgus_deg"])
+    ax[1, 1].set(xlabel="t [s]", ylabel="varus-valgus [deg]", title="predicted rotation")
+    fig.tight_layout()
+    fig.savefig(out / "artificial_knee.png", dpi=110)
+    plt.close(fig)
+    return [str(out / f) for f in ("pressure.zarr", "artificial_knee.csv", "artificial_knee_pressure.png",
+                                   "artificial_knee.png")]

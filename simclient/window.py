@@ -146,6 +146,19 @@ class StorageWindow:
         self.updates += 1
         return True
 
+    def centre_on(self, u: float, v: float, min_shift: int = 1) -> bool:
+        """Re-centre on the record holding (u, v) if that moves the window by at least
+        ``min_shift`` records in u or v (for contact areas, which the point rule of :meth:`update`
+        does not cover; a shift threshold above 1 keeps an area whose centre hovers on a record
+        boundary from moving the window back and forth); True when it moved."""
+        block = window_block(self.header, *self.record_of(u, v), *self.extent)
+        assert self.block is not None
+        if max(abs(block.ri0 - self.block.ri0), abs(block.rj0 - self.block.rj0)) < max(min_shift, 1):
+            return False
+        self._place(block)
+        self.updates += 1
+        return True
+
     def _take_prefetched(self, s: RecordBlock) -> np.ndarray | None:
         """The records of strip ``s`` from a finished or running prefetch that covers it."""
         for blk, fut in self._pending.items():

@@ -1,0 +1,86 @@
+"""The artificial knee on the real implant surfaces of ../shared/data (skipped where absent)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, SHARED_DATA
+from simclient.implant_knee import ImplantKnee, ImplantKneeParams
+from simclient.sources import open_surface
+
+DM = SHARED_DATA / "grand-challenge-dm"
+pytestmark = pytest.mark.skipif(not DM.exists(), reason="../shared/data/grand-challenge-dm is absent")
+
+
+@pytest.fixture(scope="module")
+def implant_tables(tmp_path_factory):
+    from preprocess.build import build_surface, load_spec
+
+    out = tmp_path_factory.mktemp("implant")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for spec in load_spec(ROOT / "sample_surfaces" / "real" / "grand_challenge_dm.toml"):
+            if spec.name != "patellar_button":
+                build_surface(spec, out)
+    return out
+
+
+def _knee(tables, material):
+    return ImplantKnee(open_surface(tables / "tibial_insert.zarr"), open_surface(tables / "femoral_component.zarr"),
+                       ImplantKneeParams(material=material))
+
+
+def test_static_settle_is_in_equilibrium_with_the_load_split(implant_tables):
+    knee = _knee(implant_tables, "linear")
+    y, r = knee.static(0.0, 2000.0)
+    res = r["results"]
+    # at rest the contact carries the load: force and moment balance (principle of replacement)
+    assert r["residual_force_N"] < 1.0 and r["residual_torque_Nm"] < 0.01
+    fy = sum(c.force[1] for c in res.values())
+    assert fy == pytest.approx(2000.0, rel=1e-3)
+    # the load line sits 70 % of the way to the medial dish centre: the medial compartment carries
+    # about 70 % (exactly so if both contacts sat at the dish centres)
+    share = res["medial"].force[1] / fy
+    assert 0.65 < share < 0.78
+    for c in res.values():
+        assert c.active.sum() > 10 and c.peak_pressure > c.mean_pressure > 0
+        # area-weighted mean pressure times area sums the element forces' magnitudes: no less than
+        # the resultant's, and close to it (the element normals differ by a few degrees)
+        assert 0.95 * c.mean_pressure * c.area < np.linalg.norm(c.force) <= c.mean_pressure * c.area * (1 + 1e-12)
+
+
+def test_nonlinear_material_lowers_peak_pressure_and_spreads_the_area(implant_tables):
+    """Bei & Fregly's Table 4 pattern at a static 2000 N: similar force and torque, lower peak
+    pressure and a larger contact area for the nonlinear UHMWPE."""
+    out = {m: _knee(implant_tables, m).static(0.0, 2000.0)[1]["results"] for m in ("linear", "nonlinear")}
+    for side in ("medial", "lateral"):
+        lin, non = out["linear"][side], out["nonlinear"][side]
+        assert np.linalg.norm(non.force) == pytest.approx(np.linalg.norm(lin.force), rel=0.1)
+        assert np.linalg.norm(non.torque) == pytest.approx(np.linalg.norm(lin.torque), rel=0.1)
+        assert non.peak_pressure < lin.peak_pressure
+        assert non.area > lin.area
+
+
+def test_cli_runs_the_gait_cycle_and_writes_maps(implant_tables, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "simclient.cli", "run", "artificial-knee", "--tables", str(implant_tables),
+                        "--analysis", "gait", "--out", str(tmp_path), "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["scenario"] == "artificial-knee" and set(s["compartments"]) == {"medial", "lateral"}
+    for q in s["compartments"].values():
+        assert {"force_N", "torque_Nm", "peak_pressure_Pa", "mean_pressure_Pa", "area_m2", "active_elements"} <= set(q)
+    total = s["compartments"]["medial"]["force_N"] + s["compartments"]["lateral"]["force_N"]
+    assert total == pytest.approx(3.0 * 700.0, rel=0.05)  # the peak axial load, 3 body weights
+    import zarr
+
+    g = zarr.open_group(str(tmp_path / "pressure.zarr"), mode="r")
+    assert g["medial"].shape == (101, 30, 30) and g["medial"].chunks == (1, 30, 30)
+    k = int(np.argmin(np.abs(g["t_s"][:] - s["t_max_load_s"])))
+    assert np.nanmax(g["medial"][k]) == pytest.approx(s["compartments"]["medial"]["peak_pressure_Pa"], rel=1e-12)
+    assert (tmp_path / "artificial_knee_pressure.png").stat().st_size > 1000
