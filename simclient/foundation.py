@@ -302,14 +302,26 @@ class FoundationContact:
         of the moving surface, not only the penetrating ones, so areas about to touch are found.
     full_every : a full search every this many solves per compartment (0: never), which finds
         contact areas appearing away from the tracked ones.
+    moving_thickness : a layer on the moving body too (two cartilage layers, Bei & Fregly's natural
+        knee): metres, or the name of the moving table's per-point field (read whole, interpolated
+        bilinearly at each ray's hit); the springs then have the combined thickness.
     """
 
     def __init__(self, grids: list[ElementGrid], moving: Source, layer: Any, *, extent: tuple[int, int] = (7, 7),
                  interpolation: str = "hermite", guesses: dict[str, tuple[float, float]] | None = None,
                  copy_tol: float = 1e-12, margin: float = 2e-4, full_every: int = 50, max_iter: int = 30,
-                 tol: float = 1e-10) -> None:
+                 tol: float = 1e-10, moving_thickness: float | str | None = None) -> None:
         guesses = guesses or {}
         self.layer = layer
+        # a second layer on the moving body (two cartilage layers: h = h_fixed + h_moving)
+        self._moving_h: Callable[[np.ndarray], np.ndarray] | None = None
+        if isinstance(moving_thickness, str):
+            mh = moving.header
+            grid = (mh.u0 + mh.du * np.arange(mh.u_npts), mh.v0 + mh.dv * np.arange(mh.v_npts))
+            self._moving_h = RegularGridInterpolator(grid, read_field(moving, moving_thickness))
+        elif moving_thickness is not None:
+            h_m = float(moving_thickness)
+            self._moving_h = lambda uv: np.full(len(uv), h_m)
         self.compartments = {g.name: _Compartment(g, StorageWindow(moving, extent=extent, interpolation=interpolation,
                                                                    centre=guesses.get(g.name)))
                              for g in grids}
@@ -437,7 +449,8 @@ class FoundationContact:
         d[a] = -k.out[a, 0] * cos_a / np.sqrt(0.5 * (1 + cos_a))  # cos(a/2) = sqrt((1 + cos a) / 2)
         p = np.zeros(g.n)
         if len(a):
-            p[a] = self.layer.pressure(d[a], g.thickness[a])
+            h = g.thickness[a] if self._moving_h is None else g.thickness[a] + self._moving_h(k.out[a, 1:3])
+            p[a] = self.layer.pressure(d[a], h)
         mid = g.normal[a] - n_m
         mid /= np.maximum(np.linalg.norm(mid, axis=1, keepdims=True), 1e-300)
         pa = p[a] * g.area[a]

@@ -140,19 +140,20 @@ def save_artificial_knee(out: Path, gait: dict[str, Any], knee: Any, params: Any
     plt.close(fig)
     fig, ax = plt.subplots(2, 2, figsize=(11, 7))
     t = np.asarray(h["t_s"])
-    ax[0, 0].plot(t, h["load_N"], "k", label="axial load")
-    ax[0, 0].plot(t, h["medial_N"], label="medial contact")
-    ax[0, 0].plot(t, h["lateral_N"], label="lateral contact")
-    ax[0, 0].set(xlabel="t [s]", ylabel="force [N]", title="loads")
-    ax[0, 0].legend()
-    ax[0, 1].plot(t, h["flexion_deg"])
-    ax[0, 1].set(xlabel="t [s]", ylabel="flexion [deg]", title="prescribed flexion")
-    ax[1, 0].plot(t, h["si_mm"], label="superior-inferior")
-    ax[1, 0].plot(t, h["ml_mm"], label="medial-lateral")
-    ax[1, 0].set(xlabel="t [s]", ylabel="translation from neutral [mm]", title="predicted translations")
-    ax[1, 0].legend()
-    ax[1, 1].plot(t, h["varus_valgus_deg"])
-    ax[1, 1].set(xlabel="t [s]", ylabel="varus-valgus [deg]", title="predicted rotation")
+    panels = [  # axes, curves (key, label), labels
+        (ax[0, 0], [("load_N", "axial load"), ("medial_N", "medial contact"), ("lateral_N", "lateral contact")],
+         {"ylabel": "force [N]", "title": "loads"}),
+        (ax[0, 1], [("flexion_deg", None)], {"ylabel": "flexion [deg]", "title": "prescribed flexion"}),
+        (ax[1, 0], [("si_mm", "superior-inferior"), ("ml_mm", "medial-lateral")],
+         {"ylabel": "translation from neutral [mm]", "title": "predicted translations"}),
+        (ax[1, 1], [("varus_valgus_deg", None)], {"ylabel": "varus-valgus [deg]", "title": "predicted rotation"}),
+    ]
+    for a, curves, labels in panels:
+        for key, label in curves:
+            a.plot(t, h[key], label=label)
+        a.set(xlabel="t [s]", **labels)
+        if len(curves) > 1:
+            a.legend()
     fig.tight_layout()
     fig.savefig(out / "artificial_knee.png", dpi=110)
     plt.close(fig)

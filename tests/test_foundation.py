@@ -128,6 +128,22 @@ def test_active_set_search_matches_full_search_through_a_split(tmp_path, sample_
     assert tracked.copies == 1 and tracked.elements_evaluated == before
 
 
+def test_two_layers_combine_their_thickness(sample_tables):
+    """A 2.5 mm layer on each body acts as one 5 mm layer (Bei & Fregly's combined thickness)."""
+    law = LinearLayer(10e6, 0.3)
+    fixed = open_surface(sample_tables / "ef_layer.zarr")
+    c = np.array([0, 0, 0.02 - 5e-5])
+
+    def force(h_fixed, **kw):
+        grid = element_grid(fixed, "c", (-0.003, 0.003), (-0.003, 0.003), (40, 40), h_fixed)
+        fc = FoundationContact([grid], open_surface(sample_tables / "ef_sphere.zarr"), law, extent=(9, 9), **kw)
+        return fc.evaluate(I3, np.zeros(3), I3, c)["c"].force[2]
+
+    one = force(0.005)
+    assert force(0.0025, moving_thickness=0.0025) == pytest.approx(one, rel=1e-12)
+    assert force(0.0025) == pytest.approx(2 * one, rel=1e-12)  # linear law: half the thickness, twice the force
+
+
 def test_bad_element_thickness_is_refused(sample_tables):
     fixed = open_surface(sample_tables / "ef_layer.zarr")
     with pytest.raises(ContactError, match="thickness must be positive"):
