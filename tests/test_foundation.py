@@ -150,3 +150,29 @@ def test_bad_element_thickness_is_refused(sample_tables):
         element_grid(fixed, "c", (-0.004, 0.004), (-0.004, 0.004), (10, 10), -0.001)
     with pytest.raises(Exception, match="no per-point field 'thickness'"):
         element_grid(fixed, "c", (-0.004, 0.004), (-0.004, 0.004), (10, 10))
+
+
+def test_extra_fields_read_alike_over_http_and_locally(tmp_path):
+    """Element thickness and footprint come from a fitted table's extra fields, also over HTTP."""
+    from conftest import StoreProcess
+    from preprocess.fit import fit_spec
+    from simclient.sources import HttpSource, read_field
+
+    rng = np.random.default_rng(7)
+    xy = rng.uniform(-0.01, 0.01, (4000, 2))
+    np.savetxt(tmp_path / "cap.xyz", np.column_stack([xy, 0.004 + (xy**2).sum(1) / 0.08]))
+    spec, _, _ = fit_spec("cap", {"input": str(tmp_path / "cap.xyz"), "param": "planar", "axis": "z",
+                                  "back": "plane:z=0", "grid": [41, 41], "record": [8, 8]})
+    build_surface(spec, tmp_path)
+    store = StoreProcess(tmp_path)
+    try:
+        local, remote = open_surface(tmp_path / "cap.zarr"), HttpSource(f"{store.url}/v1/surfaces/cap")
+        for field in ("thickness", "data_distance"):
+            np.testing.assert_array_equal(read_field(remote, field), read_field(local, field))
+        h = local.header
+        grids = [element_grid(s, "c", (h.u0, h.u1), (h.v0, h.v1), (12, 12)) for s in (local, remote)]
+        np.testing.assert_allclose(grids[0].thickness, grids[1].thickness, rtol=1e-12)
+        # the thickness above z = 0 is the height of the cap at the element
+        np.testing.assert_allclose(grids[0].thickness, grids[0].centre[:, 2], rtol=1e-3)
+    finally:
+        store.stop()
