@@ -688,10 +688,11 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
     (u0, u1), (v0, v1) = fit.domain
     definition = {"family": fit.family, **fit.parameters, "grid": [201, 201], "record": [9, 9], **grid_keys,
                   "u_range": [u0, u1], "v_range": [v0, v1]}
-    # which side is outward: the mesh's normals, else the parametrization's projection direction
-    spec = parse_surface(name, definition)
-    probe = sample_points(spec, 0, spec.grid[0], 0, spec.grid[1])[:: max(1, spec.grid[0] // 100),
-                                                                   :: max(1, spec.grid[1] // 100)]
+    # a probe grid of at most 101 x 101 points over the same domain, for the footprint, the outward
+    # side (the mesh's normals, else the parametrization's projection direction) and the thickness
+    spec = parse_surface(name, {**definition, "grid": [min(g, 101) for g in parse_surface(name, definition).grid],
+                                "record": [1, 1]})
+    probe = sample_points(spec, 0, spec.grid[0], 0, spec.grid[1])
     tree = cKDTree(data.footprint_points)
     spacing = tree.query(data.footprint_points, k=2)[0][:, 1]
     radius = FOOTPRINT_FACTOR * float(np.percentile(spacing, 95))

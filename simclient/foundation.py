@@ -38,7 +38,7 @@ from scipy.spatial import cKDTree
 from simclient import kernels
 from simclient.errors import ContactError
 from simclient.sources import Source, read_field
-from simclient.window import StorageWindow
+from simclient.window import StorageWindow, record_of
 
 __all__ = ["LinearLayer", "NonlinearLayer", "ElementGrid", "element_grid", "CompartmentResult",
            "FoundationContact"]
@@ -149,8 +149,8 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
     du, dv = (u_range[1] - u_range[0]) / nu, (v_range[1] - v_range[0]) / nv
     u = u_range[0] + du * (np.arange(nu) + 0.5)
     v = v_range[0] + dv * (np.arange(nv) + 0.5)
-    ri0, rj0 = _record(h, u[0], v[0])
-    ri1, rj1 = _record(h, u[-1], v[-1])
+    ri0, rj0 = record_of(h, u[0], v[0])
+    ri1, rj1 = record_of(h, u[-1], v[-1])
     extent = (min(ri1 - ri0 + 3, h.n_rec_u), min(rj1 - rj0 + 3, h.n_rec_v))
     win = StorageWindow(source, extent=extent, interpolation=interpolation, centre=(u.mean(), v.mean()))
     U, V = np.meshgrid(u, v, indexing="ij")
@@ -164,9 +164,9 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
     if "data_distance" in h.extras:
         radius = (h.source.get("fit") or {}).get("footprint_radius_m")
         if radius is not None:
-            usable = _field(source, "data_distance", uv) <= radius
+            usable = _field(source, "data_distance")(uv) <= radius
     if isinstance(thickness, str):
-        hh = _field(source, thickness, uv)
+        hh = _field(source, thickness)(uv)
     elif callable(thickness):
         hh = np.asarray(thickness(centre, normal), float)
     else:
@@ -177,16 +177,11 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
     return ElementGrid(name, (nu, nv), uv, centre, normal, area, hh, usable)
 
 
-def _record(h: Any, u: float, v: float) -> tuple[int, int]:
-    i = min(max(int((u - h.u0) / h.du), 0), h.u_npts - 2)
-    j = min(max(int((v - h.v0) / h.dv), 0), h.v_npts - 2)
-    return i // h.u_pts, j // h.v_pts
-
-
-def _field(source: Source, array: str, uv: np.ndarray) -> np.ndarray:
+def _field(source: Source, array: str) -> RegularGridInterpolator:
+    """Bilinear interpolation of a table's extra per-point field (read whole) at (u, v) rows."""
     h = source.header
     grid = (h.u0 + h.du * np.arange(h.u_npts), h.v0 + h.dv * np.arange(h.v_npts))
-    return RegularGridInterpolator(grid, read_field(source, array))(uv)
+    return RegularGridInterpolator(grid, read_field(source, array))
 
 
 # ---------------------------------------------------------------------------------- ray kernel
@@ -316,9 +311,7 @@ class FoundationContact:
         # a second layer on the moving body (two cartilage layers: h = h_fixed + h_moving)
         self._moving_h: Callable[[np.ndarray], np.ndarray] | None = None
         if isinstance(moving_thickness, str):
-            mh = moving.header
-            grid = (mh.u0 + mh.du * np.arange(mh.u_npts), mh.v0 + mh.dv * np.arange(mh.v_npts))
-            self._moving_h = RegularGridInterpolator(grid, read_field(moving, moving_thickness))
+            self._moving_h = _field(moving, moving_thickness)
         elif moving_thickness is not None:
             h_m = float(moving_thickness)
             self._moving_h = lambda uv: np.full(len(uv), h_m)

@@ -117,26 +117,29 @@ class _Lowest:
     uv: tuple[float, float]
 
 
-def _lowest(source: Source, side: float, x_window: tuple[float, float]) -> _Lowest:
-    """The centre of the lowest level region (|n_y| > 0.995, within 0.1 mm of the minimum height)
-    inside the data footprint on one side (sign of z) of a table, within ``x_window`` (m), at least
-    8 mm from the mid-plane z = 0: a dish bottom of the insert or the distal flat of a condyle. Both
-    components of this design are nearly flat across (medial-lateral), so a lowest *point* would be
-    arbitrary."""
+def _level_centres(source: Source, x_window: tuple[float, float]) -> dict[str, _Lowest]:
+    """Per side (medial: z > 0, lateral: z < 0) the centre of the lowest level region (|n_y| > 0.995,
+    within 0.1 mm of the minimum height) inside the data footprint, within ``x_window`` (m), at
+    least 8 mm from the mid-plane z = 0: the dish bottoms of the insert or the distal flats of the
+    condyles. Both components of this design are nearly flat across (medial-lateral), so a lowest
+    *point* would be arbitrary."""
     h = source.header
     pts = source.read_block(0, h.n_rec_u, 0, h.n_rec_v)
-    ok = np.ones(pts.shape[:2], bool)
+    base = np.ones(pts.shape[:2], bool)
     if "data_distance" in h.extras:
-        ok = read_field(source, "data_distance") <= h.source["fit"]["footprint_radius_m"]
-    ok &= (side * pts[..., 4] > 0.008) & (pts[..., 2] > x_window[0]) & (pts[..., 2] < x_window[1])
-    ok &= np.abs(pts[..., 6]) > 0.995
-    if not ok.any():
-        raise SimulationError(f"{source.name}: no level table points on the {'medial' if side > 0 else 'lateral'} side")
-    y = np.where(ok, pts[..., 3], np.inf)
-    region = pts[y < y.min() + 1e-4]
-    centre = region[:, 2:5].mean(axis=0)
-    k = np.argmin(np.linalg.norm(region[:, 2:5] - centre, axis=1))
-    return _Lowest(np.array([centre[0], y.min(), centre[2]]), (float(region[k, 0]), float(region[k, 1])))
+        base = read_field(source, "data_distance") <= h.source["fit"]["footprint_radius_m"]
+    base &= (pts[..., 2] > x_window[0]) & (pts[..., 2] < x_window[1]) & (np.abs(pts[..., 6]) > 0.995)
+    out = {}
+    for name, side in (("medial", 1.0), ("lateral", -1.0)):
+        ok = base & (side * pts[..., 4] > 0.008)
+        if not ok.any():
+            raise SimulationError(f"{source.name}: no level table points on the {name} side")
+        y = np.where(ok, pts[..., 3], np.inf)
+        region = pts[y < y.min() + 1e-4]
+        centre = region[:, 2:5].mean(axis=0)
+        k = np.argmin(np.linalg.norm(region[:, 2:5] - centre, axis=1))
+        out[name] = _Lowest(np.array([centre[0], y.min(), centre[2]]), (float(region[k, 0]), float(region[k, 1])))
+    return out
 
 
 @dataclass
@@ -156,15 +159,12 @@ class ImplantKnee:
         if p.material not in MATERIALS:
             raise SimulationError(f"unknown material {p.material!r}; choose {', '.join(MATERIALS)}")
         h = self.insert.header
-        dish = {name: _lowest(self.insert, side, (-0.015, 0.015)) for name, side in (("medial", 1), ("lateral", -1))}
-        condyle = {name: _lowest(self.femoral, side, (-0.02, 0.03)) for name, side in (("medial", 1), ("lateral", -1))}
-        # the compartments: the two halves of the insert table's v range, split at the eminence
-        grids = []
-        for name, d in dish.items():
-            u_range = (h.u0, h.u1)
-            split = min((dish["medial"].uv[1] + dish["lateral"].uv[1]) / 2, h.v1)
-            v_range = (h.v0, split) if d.uv[1] < split else (split, h.v1)
-            grids.append(element_grid(self.insert, name, u_range, v_range, p.grid, "thickness"))
+        dish = _level_centres(self.insert, (-0.015, 0.015))
+        condyle = _level_centres(self.femoral, (-0.02, 0.03))
+        # the compartments: the two parts of the insert table's v range, split midway between the dishes
+        split = (dish["medial"].uv[1] + dish["lateral"].uv[1]) / 2
+        grids = [element_grid(self.insert, name, (h.u0, h.u1), (h.v0, split) if d.uv[1] < split else (split, h.v1),
+                              p.grid, "thickness") for name, d in dish.items()]
         self.contact = FoundationContact(grids, self.femoral, MATERIALS[p.material], extent=(9, 9),
                                          guesses={n: c.uv for n, c in condyle.items()}, margin=p.margin,
                                          full_every=p.full_every)

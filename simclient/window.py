@@ -32,9 +32,9 @@ import numpy as np
 from simclient import kernels
 from simclient.errors import SourceError, WindowError
 from simclient.sources import Source
-from surfacestore.format import NFIELDS, RecordBlock, window_block
+from surfacestore.format import NFIELDS, Header, RecordBlock, window_block
 
-__all__ = ["StorageWindow", "SurfaceSample", "INTERPOLATIONS"]
+__all__ = ["StorageWindow", "SurfaceSample", "INTERPOLATIONS", "record_of"]
 
 INTERPOLATIONS = {"bilinear": kernels.BILINEAR, "hermite": kernels.HERMITE}
 
@@ -120,9 +120,7 @@ class StorageWindow:
         if not (-tol <= x <= h.u_npts - 1 + tol and -tol <= y <= h.v_npts - 1 + tol) or x != x or y != y:
             raise WindowError(f"{self.name}: (u, v) = ({u}, {v}) is outside the table's parameter domain "
                               f"[{h.u0}, {h.u1}] x [{h.v0}, {h.v1}]")
-        i = min(max(int(np.floor(x)), 0), h.u_npts - 2)
-        j = min(max(int(np.floor(y)), 0), h.v_npts - 2)
-        return i // h.u_pts, j // h.v_pts
+        return record_of(h, u, v)
 
     def needs_update(self, u: float, v: float) -> bool:
         """Steps 1-3: True if the window must be re-centred for the contact point (u, v)."""
@@ -282,6 +280,14 @@ class StorageWindow:
         if self.prefetch:
             out.update(prefetch_requests=self.prefetch_requests, hidden=self.hidden, stalls=self.stalls)
         return out
+
+
+def record_of(h: Header, u: float, v: float) -> tuple[int, int]:
+    """The record of table ``h`` holding parameter point (u, v) (its cell's lower corner),
+    clamped to the table."""
+    i = min(max(int(np.floor((u - h.u0) / h.du)), 0), h.u_npts - 2)
+    j = min(max(int(np.floor((v - h.v0) / h.dv)), 0), h.v_npts - 2)
+    return i // h.u_pts, j // h.v_pts
 
 
 def _overlaps(a: RecordBlock, b: RecordBlock) -> bool:
