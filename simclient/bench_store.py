@@ -1,18 +1,17 @@
 """Benchmark of the surface store over loopback (``simclient bench store``).
 
 Latency (p50, p99) of one 81-point record, a 3 x 3 window of 81-point records and one
-111 x 111-point record, fetched from the real store (uvicorn, one worker) with a keep-alive httpx
-client, against, in the same run: (a) the local source reading the same block in-process, (b) a
-bare FastAPI endpoint returning the same bytes from memory, parsed by the client like the store's
-(the HTTP floor), (c) the same window
-as 9 separate record requests. Then throughput (windows/s, MB/s) with 1, 8 and 32 concurrent
-clients fetching random 3 x 3 windows.
+111 x 111-point record, fetched from the real store (uvicorn, one worker) by ``HttpSource`` (its
+default keep-alive transport), against, in the same run: (a) the local source reading the same
+block in-process, (b) a bare FastAPI endpoint returning the same bytes from memory, fetched and
+parsed the same way (the HTTP floor), (c) the same window as 9 separate record requests, and (d)
+the same block through a default ``httpx.Client`` (the client stack's share). Then throughput
+(windows/s, MB/s) with 1, 8 and 32 concurrent clients fetching random 3 x 3 windows.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import socket
 import statistics
@@ -28,7 +27,8 @@ from typing import Any
 import httpx
 import numpy as np
 
-from simclient.sources import HttpSource, LocalSource
+from simclient.sources import HttpSource, LocalSource, _load_npy
+from simclient.transport import KeepAliveTransport
 
 __all__ = ["run_store_bench", "bare_app"]
 
@@ -114,14 +114,16 @@ def _throughput(url: str, name: str, n_rec: tuple[int, int], clients: int, secon
 
     def worker(k: int) -> None:
         rng = np.random.default_rng(k)
-        with httpx.Client(timeout=30) as c:
-            end = time.perf_counter() + seconds
-            while time.perf_counter() < end:
-                r = c.get(f"{url}/v1/surfaces/{name}/window",
-                          params={"ri": int(rng.integers(n_rec[0])), "rj": int(rng.integers(n_rec[1])), "wu": 3, "wv": 3})
-                r.raise_for_status()
-                counts[k] += 1
-                nbytes[k] += len(r.content)
+        transport = KeepAliveTransport()  # each client its own connection, as separate simulations
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            r = transport.handle_request(httpx.Request(
+                "GET", f"{url}/v1/surfaces/{name}/window?ri={rng.integers(n_rec[0])}&rj={rng.integers(n_rec[1])}&wu=3&wv=3"))
+            r.read()
+            r.raise_for_status()
+            counts[k] += 1
+            nbytes[k] += len(r.content)
+        transport.close()
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(clients)]
     t = time.perf_counter()
@@ -152,6 +154,7 @@ def run_store_bench(tables: Path, quick: bool = False, progress: Callable[[str],
                 "warning"]) as url, tempfile.TemporaryDirectory() as tmp:
         sources = {name: HttpSource(f"{url}/v1/surfaces/{name}") for name in locals_}
         client = httpx.Client(timeout=30)
+        transport = KeepAliveTransport()
         for case, (table, blk) in cases.items():
             say(f"latency {case}")
             ri0, ri1, rj0, rj1 = blk
@@ -161,9 +164,12 @@ def run_store_bench(tables: Path, quick: bool = False, progress: Callable[[str],
             np.save(bare_file, expect)
             with serve([sys.executable, "-m", "uvicorn", "simclient.bench_store:bare_app", "--factory",
                         "--log-level", "warning"], env={"BENCH_BARE_FILE": str(bare_file)}) as bare:
+                bare_request = httpx.Request("GET", bare + "/v1/bare")
+                block_url = f"{url}/v1/surfaces/{table}/block?ri0={ri0}&ri1={ri1}&rj0={rj0}&rj1={rj1}"
                 fns = {"http": lambda: sources[table].read_block(*blk),
                        "local": lambda: locals_[table].read_block(*blk),
-                       "bare_endpoint": lambda: np.load(io.BytesIO(client.get(bare + "/v1/bare").content))}
+                       "bare_endpoint": lambda: _load_npy(transport.handle_request(bare_request).read()),
+                       "httpx_client": lambda: _load_npy(client.get(block_url).content)}
                 row: dict[str, Any] = {"bytes": expect.nbytes, **_latency(fns, n)}
             if case == "window_3x3_81":
                 def separate() -> None:
@@ -179,18 +185,19 @@ def run_store_bench(tables: Path, quick: bool = False, progress: Callable[[str],
             say(f"throughput {clients} clients")
             out["throughput"].append(_throughput(url, "ground", (h.n_rec_u, h.n_rec_v), clients, seconds))
         client.close()
+        transport.close()
     return out
 
 
 def format_store_bench(res: dict[str, Any]) -> str:
     lines = [f"latency over loopback ({res['requests_per_case']} requests each; ms)",
              f"{'case':16s} {'bytes':>9s} {'http p50':>9s} {'p99':>7s} {'local p50':>10s} {'bare p50':>9s} "
-             f"{'9 reqs p50':>11s}"]
+             f"{'9 reqs p50':>11s} {'httpx.Client p50':>17s}"]
     for case, row in res["latency"].items():
         sep = row.get("separate_requests", {}).get("p50_ms")
         lines.append(f"{case:16s} {row['bytes']:9d} {row['http']['p50_ms']:9.3f} {row['http']['p99_ms']:7.3f} "
                      f"{row['local']['p50_ms']:10.3f} {row['bare_endpoint']['p50_ms']:9.3f} "
-                     f"{'' if sep is None else f'{sep:11.3f}'}")
+                     f"{'' if sep is None else f'{sep:11.3f}':>11s} {row['httpx_client']['p50_ms']:17.3f}")
     w = res["latency"]["window_3x3_81"]
     lines.append(f"3x3 window: {w['ratio_to_bare']:.2f}x the bare endpoint, {w['speedup_vs_separate']:.1f}x faster "
                  "than 9 separate requests")

@@ -195,8 +195,11 @@ def test_interrupted_cli_build_leaves_no_table(tmp_path, sig):
     spec.write_text('[surfaces.big]\nfamily = "plane"\nu_range = [0, 1]\nv_range = [0, 1]\n'
                     'grid = [3000, 3000]\nrecord = [9, 9]\n')
     out = tmp_path / "out"
+    # as a foreground command: a shell without job control starts background jobs with SIGINT
+    # ignored, which Python (rightly) keeps
     proc = subprocess.Popen([sys.executable, "-m", "preprocess.cli", "build", str(spec), "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while time.time() < deadline and not (out.exists() and any(out.iterdir())):
         time.sleep(0.05)

@@ -256,7 +256,7 @@ def test_http_source_retries_5xx_and_detects_changed_table():
             return httpx.Response(200, content=body.getvalue(), headers={"X-Table-Digest": digest})
         return httpx.Response(200, json=header)
 
-    src = HttpSource("http://store/v1/surfaces/t", client=httpx.Client(transport=httpx.MockTransport(handler)),
+    src = HttpSource("http://store/v1/surfaces/t", transport=httpx.MockTransport(handler),
                      backoff=0.001)
     assert src.read_block(0, 1, 0, 1).shape == (2, 2, 14)
     assert calls["n"] == 3
