@@ -25,9 +25,11 @@ along -y through a point 70 % of the way from the lateral to the medial compartm
 70/30 medial/lateral split at equilibrium); inertia is neglected (the analysis is quasi-static).
 The active-set search tracks the elements within 0.2 mm of the femur (``margin``; with Bei &
 Fregly's search of the penetrating elements only, a settle on these flat-on-flat compartments misses
-a second contact area and stops 141 N out of balance); no periodic full search. In late swing a
-lateral area that appears away from the tracked one is still missed for a while, which the
-reported force imbalance shows (up to half the 175 N swing load); stance is unaffected.
+a second contact area and stops 141 N out of balance); no periodic full search (a full search at
+every evaluation gives the same histories). The force imbalance is the viscous model's lag and
+scales with ``c``: about 10 % of the load in stance and up to half the 175 N load at the end of
+swing, where the femur moves fastest relative to the load; with c = 1e3 N s/m it is a third of that
+(the forces at maximum load change by 0.2 %) but the stiffer system takes ten times longer.
 
 Gait-like cycle (1 s, assumption: smooth monotone-cubic curves through the values below, in the
 range of fluoroscopic TKA gait data): flexion 5-18-8 deg in stance and up to 60 deg in swing,
