@@ -138,7 +138,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         table, report = fit_to_table(args.input, args.out, param=args.param, axis=args.axis,
                                      grid=list(args.grid), record=list(args.record), ctrl=args.ctrl, tol=args.tol,
-                                     units=args.units, method=args.method, back=args.back,
+                                     units=args.units, method=args.method, back=args.back, crop=args.crop,
                                      overwrite=args.overwrite, residual_map=args.residual_map)
     for w in {str(c.message) for c in caught if "analytic normal" not in str(c.message)}:
         print(f"warning: {w}", file=sys.stderr)
@@ -187,10 +187,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     f = sub.add_parser("fit", help="fit a mesh or point cloud and build its table")
     f.add_argument("input", type=Path, help="STL, OBJ, PLY mesh or XYZ/CSV point cloud")
-    f.add_argument("--param", choices=["planar", "cylindrical", "spherical", "auto"], default="auto",
+    f.add_argument("--param", choices=["planar", "cylindrical", "spherical", "toroidal", "auto"], default="auto",
                    help="parametrization of the data [auto: planar, spherical or cylindrical, and says why]")
-    f.add_argument("--axis", help="planar: projection normal; cylindrical: axis; spherical: dome direction "
+    f.add_argument("--axis", help="planar: projection normal; cylindrical, toroidal: axis; spherical: dome direction "
                                   "(x, y, z, -x, ... or ax,ay,az); default: estimated")
+    f.add_argument("--crop", action="append", metavar="AXIS<VALUE",
+                   help="fit only the data with AXIS<VALUE or AXIS>VALUE (VALUE in --units; repeatable), e.g. one "
+                        "condyle: --crop 'z<0.0006'")
     f.add_argument("--method", choices=["bspline", "tps"], default="bspline",
                    help="penalized B-spline, or Argatov's regularized thin plate (planar) [bspline]")
     f.add_argument("--back", help="back surface for the thickness field: a mesh/cloud file or plane:AXIS=VALUE "

@@ -7,9 +7,11 @@ Pipeline (``fit_spec`` / ``fit_to_table``):
 2. A :class:`Parametrization` maps every data point to parameters ``(u, v)`` in metres and a
    "height" ``h`` along the projection direction: planar (``u, v`` in a plane, ``h`` along its
    normal), cylindrical (``u`` = arc length ``R theta`` about an axis, ``v`` along it, ``h`` the
-   radius) or spherical (``u``, ``v`` = ``R`` x longitude, latitude about a centre, the dome on the
-   equator so the grid has no pole; ``h`` the distance to the centre). A projection that folds
-   (nearby parameters, very different heights) is refused.
+   radius), spherical (``u``, ``v`` = ``R`` x longitude, latitude about a centre, the dome on the
+   equator so the grid has no pole; ``h`` the distance to the centre) or toroidal (``u`` as
+   cylindrical, ``v`` = tube radius x the angle about a tube's centre circle, ``h`` the distance
+   from that circle: a condyle whose side walls curl under it). A projection that folds (nearby
+   parameters, very different heights) is refused. ``crop`` conditions select part of the data.
 3. ``bspline`` (default): a tensor-product B-spline surface ``s(u, v)`` (degree 3, clamped uniform
    knots) fitted to the three coordinates by penalized least squares (sparse design matrix,
    second-difference penalty on the control net), the control net given or grown until the RMS
@@ -36,9 +38,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,14 +49,15 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy.interpolate import BSpline, NdBSpline
+from scipy.optimize import least_squares
 from scipy.sparse.linalg import splu
 from scipy.spatial import cKDTree
 
 from preprocess.errors import DefinitionError, FitError
 
 __all__ = ["UNITS", "FitData", "load_data", "Parametrization", "PlanarParametrization", "CylindricalParametrization",
-           "SphericalParametrization", "choose_parametrization", "fit_bspline", "fit_tps", "FitResult", "fit_spec",
-           "fit_to_table", "FIT_KEYS"]
+           "SphericalParametrization", "ToroidalParametrization", "choose_parametrization", "fit_bspline", "fit_tps",
+           "FitResult", "fit_spec", "fit_to_table", "FIT_KEYS"]
 
 UNITS = {"m": 1.0, "mm": 1e-3, "cm": 1e-2, "um": 1e-6}
 DEFAULT_TOL = 1e-5  # m: RMS tolerance when none is given (half the 0.02 mm target for implant CAD)
@@ -61,7 +65,7 @@ FOOTPRINT_FACTOR = 2.0  # a table point is inside the footprint within 2x the da
 TPS_MAX_CENTRES = 1500
 
 #: keys of a ``family = "fit"`` definition in a TOML file (besides the grid keys)
-FIT_KEYS = {"input", "param", "axis", "ctrl", "tol", "units", "method", "back", "degree", "smoothing"}
+FIT_KEYS = {"input", "param", "axis", "ctrl", "tol", "units", "method", "back", "degree", "smoothing", "crop"}
 
 
 # --------------------------------------------------------------------------------------------- data
@@ -81,11 +85,33 @@ class FitData:
         return self.points if self.footprint is None else self.footprint
 
 
-def load_data(path: str | Path, units: str = "m") -> FitData:
-    """Read a mesh (STL, OBJ, PLY) or a point cloud (XYZ/CSV: x y z per row) and convert to metres."""
+def _crop_mask(crop: Sequence[str]) -> Callable[[np.ndarray], np.ndarray]:
+    """The test of ``AXIS<VALUE`` / ``AXIS>VALUE`` conditions (all must hold) on points in the
+    input's units."""
+    conditions = []
+    for c in crop:
+        m = re.fullmatch(r"\s*([xyz])\s*([<>])\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*", c)
+        if m is None:
+            raise FitError(f"invalid crop {c!r}: use AXIS<VALUE or AXIS>VALUE with AXIS x, y or z and VALUE "
+                           "in the input's units, e.g. z<0.6")
+        conditions.append(("xyz".index(m[1]), m[2] == "<", float(m[3])))
+
+    def mask(pts: np.ndarray) -> np.ndarray:
+        keep = np.ones(len(pts), bool)
+        for k, below, value in conditions:
+            keep &= pts[:, k] < value if below else pts[:, k] > value
+        return keep
+    return mask
+
+
+def load_data(path: str | Path, units: str = "m", crop: Sequence[str] = ()) -> FitData:
+    """Read a mesh (STL, OBJ, PLY) or a point cloud (XYZ/CSV: x y z per row) and convert to metres.
+    ``crop``: keep only the points (a mesh: the triangles whose centroids) satisfy every condition
+    ``AXIS<VALUE`` / ``AXIS>VALUE`` (VALUE in ``units``), e.g. one condyle of a femoral component."""
     path = Path(path)
     if units not in UNITS:
         raise FitError(f"unknown units {units!r}; choose one of {', '.join(UNITS)}")
+    keep = _crop_mask(crop)
     if not path.is_file():
         raise FitError(f"{path}: no such file")
     suffix = path.suffix.lower()
@@ -96,10 +122,14 @@ def load_data(path: str | Path, units: str = "m") -> FitData:
                 warnings.simplefilter("ignore")  # an empty file is reported below
                 pts = np.loadtxt(path, delimiter="," if suffix == ".csv" else None, ndmin=2)
             pts = pts[:, :3] if pts.size else np.zeros((0, 3))
+            if crop and pts.shape[1:] == (3,):
+                pts = pts[keep(pts)]
         else:
             import trimesh
 
             mesh = trimesh.load(path, force="mesh")
+            if crop and len(mesh.faces):
+                mesh = mesh.submesh([np.flatnonzero(keep(mesh.triangles_center))], append=True)
             pts = np.asarray(mesh.vertices, dtype=float)
             if len(mesh.faces) and np.isfinite(pts).all():
                 area = mesh.area_faces
@@ -109,7 +139,7 @@ def load_data(path: str | Path, units: str = "m") -> FitData:
     except Exception as exc:  # readers raise assorted errors for unreadable files
         raise FitError(f"{path}: cannot read ({exc})") from None
     if pts.ndim != 2 or pts.shape[0] == 0 or pts.shape[1] != 3:
-        raise FitError(f"{path}: no points")
+        raise FitError(f"{path}: no points" + (f" satisfy the crop {', '.join(crop)}" if crop else ""))
     if not np.isfinite(pts).all():
         raise FitError(f"{path}: non-finite coordinates ({int((~np.isfinite(pts)).any(axis=1).sum())} points)")
     pts = pts * UNITS[units]
@@ -289,6 +319,84 @@ class SphericalParametrization(Parametrization):
                 "pole": self.pole.tolist(), "radius_m": self.radius}
 
 
+@dataclass(frozen=True)
+class ToroidalParametrization(Parametrization):
+    """Torus coordinates for a surface that wraps around an axis and also curls across it (a
+    femoral condyle with its side walls): ``u = R theta`` about the axis as in
+    :class:`CylindricalParametrization`; in the half-plane of each ``theta``, the angle ``phi``
+    about the tube centre at ``rho0`` from the axis and ``a0`` along it, measured from the data's
+    mean direction ``phi0`` (so the seam lies opposite the data), ``v = r phi``; ``h`` the distance
+    from the tube's centre circle. Normals face away from that circle."""
+
+    origin: np.ndarray
+    axis: np.ndarray
+    e1: np.ndarray
+    radius: float
+    rho0: float
+    a0: float
+    tube_radius: float
+    phi0: float
+    kind = "toroidal"
+
+    @classmethod
+    def fit(cls, data: FitData, axis: str | np.ndarray | None = None) -> ToroidalParametrization:
+        """The axis and ``theta`` as for the cylindrical parametrization; the tube's centre and
+        radius from a circle fit of the points in the (distance from the axis, position along the
+        axis) half-plane."""
+        cyl = CylindricalParametrization.fit(data, axis)
+        pts = data.points[:: max(1, len(data.points) // 5000)]
+        rho, a = cls._half_plane(cyl.origin, cyl.axis, pts)
+        start = np.array([0.0, 0.0, *_circle_fit(rho, a)])
+        # the axis position too: a cylinder's circle fit is biased by the tube's curl
+        e2 = np.cross(cyl.axis, cyl.e1)
+
+        def distance(x: np.ndarray) -> np.ndarray:
+            rho, a = cls._half_plane(cyl.origin + x[0] * cyl.e1 + x[1] * e2, cyl.axis, pts)
+            return np.hypot(rho - x[2], a - x[3]) - x[4]
+
+        rho0, a0, r = start[2:]
+        if not (math.isfinite(r) and r > 0 and rho0 > 0):
+            raise FitError(f"{data.path}: the data do not curl around a tube about the axis "
+                           f"(tube centre {rho0:.3g} m from the axis, radius {r:.3g} m); use cylindrical")
+        # bounded: the axis moves by less than half the tube radius and stays outside the tube
+        lo = [-r / 2, -r / 2, 0.0, -np.inf, 0.0]
+        hi = [r / 2, r / 2, np.inf, np.inf, np.inf]
+        x = least_squares(distance, np.clip(start, lo, hi), bounds=(lo, hi), x_scale=r).x
+        origin, (rho0, a0, r) = cyl.origin + x[0] * cyl.e1 + x[1] * e2, x[2:]
+        if not (r > 0 and rho0 > 0):
+            raise FitError(f"{data.path}: the data do not curl around a tube about the axis "
+                           f"(tube centre {rho0:.3g} m from the axis, radius {r:.3g} m); use cylindrical")
+        rho, a = cls._half_plane(origin, cyl.axis, data.points)
+        phi = np.arctan2(a - a0, rho - rho0)
+        phi0 = float(np.arctan2(np.sin(phi).mean(), np.cos(phi).mean()))
+        return cls(origin, cyl.axis, cyl.e1, cyl.radius, float(rho0), float(a0), float(abs(r)), phi0)
+
+    @staticmethod
+    def _half_plane(origin: np.ndarray, axis: np.ndarray, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        q = pts - origin
+        a = q @ axis
+        return np.linalg.norm(q - np.outer(a, axis), axis=1), a
+
+    def project(self, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        q = pts - self.origin
+        theta = np.arctan2(q @ np.cross(self.axis, self.e1), q @ self.e1)
+        rho, a = self._half_plane(self.origin, self.axis, pts)
+        phi = np.angle(np.exp(1j * (np.arctan2(a - self.a0, rho - self.rho0) - self.phi0)))  # wrapped to (-pi, pi]
+        return self.radius * theta, self.tube_radius * phi, np.hypot(rho - self.rho0, a - self.a0)
+
+    def outward(self, pts: np.ndarray) -> np.ndarray:
+        q = pts - self.origin
+        rho, a = self._half_plane(self.origin, self.axis, pts)
+        radial = (q - np.outer(a, self.axis)) / rho[:, None]
+        w = (rho - self.rho0)[:, None] * radial + (a - self.a0)[:, None] * self.axis
+        return w / np.linalg.norm(w, axis=1, keepdims=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "origin": self.origin.tolist(), "axis": self.axis.tolist(), "e1": self.e1.tolist(),
+                "radius_m": self.radius, "tube_centre_m": [self.rho0, self.a0], "tube_radius_m": self.tube_radius,
+                "phi0_rad": self.phi0}
+
+
 def _axis_vector(axis: str | np.ndarray) -> np.ndarray:
     if isinstance(axis, str):
         sign = -1.0 if axis.startswith("-") else 1.0
@@ -342,8 +450,10 @@ def choose_parametrization(data: FitData, kind: str = "auto",
         return CylindricalParametrization.fit(data, axis), "cylindrical (requested)"
     if kind == "spherical":
         return SphericalParametrization.fit(data, axis), "spherical (requested)"
+    if kind == "toroidal":
+        return ToroidalParametrization.fit(data, axis), "toroidal (requested)"
     if kind != "auto":
-        raise FitError(f"unknown parametrization {kind!r}; choose planar, cylindrical, spherical or auto")
+        raise FitError(f"unknown parametrization {kind!r}; choose planar, cylindrical, spherical, toroidal or auto")
     pts = data.points
     _check_spread(pts)
     if data.mean_normal is not None:
@@ -383,7 +493,7 @@ def check_folds(u: np.ndarray, v: np.ndarray, h: np.ndarray) -> None:
             k = pairs[np.argmax(dh)]
             raise FitError(f"the projection folds: points {int(k[0])} and {int(k[1])} map to nearly the same "
                            f"parameters with heights {dh.max() * 1e3:.3g} mm apart; try another --param "
-                           "(planar, cylindrical, spherical) or --axis")
+                           "(planar, cylindrical, spherical, toroidal), --axis or --crop")
 
 
 # -------------------------------------------------------------------------------------- B-splines
@@ -660,7 +770,8 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
     (a ``nurbs`` or ``thin_plate`` surface with the extra fields), the report and the fit.
 
     Keys: ``input`` (path, relative to ``base``), ``param`` (planar | cylindrical | spherical |
-    auto), ``axis``, ``ctrl`` ([m, n]), ``tol`` (m), ``units``, ``method`` (bspline | tps),
+    toroidal | auto), ``axis``, ``crop`` (a condition ``AXIS<VALUE`` or a list of them, see
+    :func:`load_data`), ``ctrl`` ([m, n]), ``tol`` (m), ``units``, ``method`` (bspline | tps),
     ``back`` (a path or ``plane:AXIS=VALUE``), ``degree``, ``smoothing``, plus the grid keys
     (``grid``, ``record``, ``codec``, ...). The table's parameter range is the data's.
     """
@@ -674,7 +785,9 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
     method = d.get("method", "bspline")
     if method not in ("bspline", "tps"):
         raise FitError(f"{name}: unknown method {method!r}; choose bspline or tps")
-    data = load_data(path, units)
+    crop = d.get("crop", ())
+    crop = [crop] if isinstance(crop, str) else list(crop)
+    data = load_data(path, units, crop)
     par, why = choose_parametrization(data, d.get("param", "auto"), d.get("axis"))
     ctrl = tuple(d["ctrl"]) if d.get("ctrl") is not None else None
     if method == "tps":
@@ -703,7 +816,7 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
     agree = (probe[..., 5:8].reshape(-1, 3)[inside] * ref[near[inside]]).sum(1)
     flip = bool(np.median(agree) < 0)
     extras: dict[str, Callable[[np.ndarray], np.ndarray]] = {"data_distance": _data_distance(tree)}
-    report = {**fit.report, "input": str(path), "units": units, "parametrization_chosen": why,
+    report = {**fit.report, "input": str(path), "units": units, "parametrization_chosen": why, "crop": crop,
               "footprint_radius_m": radius, "footprint_fraction": float(inside.mean()), "flipped": flip}
     if "back" in d:
         thick = _thickness(str(d["back"]), units, base)

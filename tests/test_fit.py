@@ -47,8 +47,9 @@ def _truth(name: str, n: int, rng: np.random.Generator):
     elif name == "saddle":
         xy = rng.uniform(-0.02, 0.02, (n, 2))
         x = np.column_stack([xy, _saddle(xy[:, 0], xy[:, 1])])
-    elif name == "torus_patch":  # the outer side of a torus about z: cylindrical about z
-        th, ph = rng.uniform(-2.0, 2.0, n), rng.uniform(-1.0, 1.0, n)
+    elif name.startswith("torus"):  # the outer side of a torus about z: cylindrical about z; the wrap
+        # curls 115 deg around the tube, under itself as a condyle's side walls do: toroidal
+        th, ph = rng.uniform(-2.0, 2.0, n), rng.uniform(*((-1.0, 1.0) if name == "torus_patch" else (-2.0, 2.0)), n)
         rho = R_T + r_T * np.cos(ph)
         x = np.column_stack([rho * np.cos(th), rho * np.sin(th), r_T * np.sin(ph)])
     else:  # an ellipsoid dome facing +x: spherical
@@ -70,7 +71,8 @@ def _implicit(name: str, x: np.ndarray):
     return d - r_T, g
 
 
-PARAM = {"ellipsoid_cap": "planar", "saddle": "planar", "torus_patch": "cylindrical", "ellipsoid_dome": "spherical"}
+PARAM = {"ellipsoid_cap": "planar", "saddle": "planar", "torus_patch": "cylindrical", "ellipsoid_dome": "spherical",
+         "torus_wrap": "toroidal"}
 
 
 def _noisy(name: str, n: int = 20000, seed: int = 0):
@@ -101,7 +103,7 @@ def _check_against_truth(name: str, family, domain, inside_pts: np.ndarray):
 def test_bspline_fit_of_noisy_analytic_surfaces(name):
     pts, _ = _noisy(name)
     # the torus axis is given: estimating it from a patch is tested below, to a few degrees
-    par, why = choose_parametrization(FitData(Path(name), pts), PARAM[name], "z" if name == "torus_patch" else None)
+    par, why = choose_parametrization(FitData(Path(name), pts), PARAM[name], "z" if name.startswith("torus") else None)
     fit = fit_bspline(pts, par, ctrl=(14, 14))
     # the reported residuals are orthogonal distances and match the noise
     assert fit.report["residual_rms_m"] == pytest.approx(SIGMA, rel=0.1)
@@ -110,6 +112,41 @@ def test_bspline_fit_of_noisy_analytic_surfaces(name):
     assert frac > 0.5
     assert np.sqrt(np.mean(dev**2)) < SIGMA / 2 and np.abs(dev).max() < 3 * SIGMA
     assert angle.max() < 1.0
+
+
+def test_toroidal_parametrization_unrolls_a_surface_that_folds_cylindrically():
+    pts, _ = _noisy("torus_wrap")
+    data = FitData(Path("torus_wrap"), pts)
+    with pytest.raises(FitError, match="folds"):
+        fit_bspline(pts, choose_parametrization(data, "cylindrical", "z")[0], ctrl=(14, 14))
+    par = choose_parametrization(data, "toroidal", "z")[0]
+    assert par.rho0 == pytest.approx(R_T, abs=2e-4) and par.tube_radius == pytest.approx(r_T, abs=2e-4)
+    # outward: away from the tube's centre circle, as the truth's normals
+    _, nrm = _truth("torus_wrap", 2000, np.random.default_rng(1))
+    x, _ = _truth("torus_wrap", 2000, np.random.default_rng(1))
+    assert np.allclose((par.outward(x) * nrm).sum(1), 1.0, atol=1e-6)
+
+
+def test_crop_selects_part_of_a_cloud_or_mesh(tmp_path):
+    import trimesh
+
+    rng = np.random.default_rng(3)
+    cloud = tmp_path / "c.xyz"
+    xyz = rng.uniform(-1, 1, (500, 3))
+    np.savetxt(cloud, xyz)
+    data = load_data(cloud, "mm", ["z<0.25", "x>-0.5"])
+    keep = (xyz[:, 2] < 0.25) & (xyz[:, 0] > -0.5)
+    assert np.allclose(data.points, xyz[keep] * 1e-3)
+    mesh = tmp_path / "s.stl"
+    trimesh.creation.icosphere(subdivisions=3, radius=10.0).export(mesh)
+    whole, half = load_data(mesh, "mm"), load_data(mesh, "mm", ["z<0"])
+    assert 0.4 < len(half.points) / len(whole.points) < 0.6
+    assert half.points[:, 2].max() < 0.0025  # vertices of triangles whose centroids are below z = 0
+    assert half.mean_normal[2] < -0.4  # the lower half faces down
+    with pytest.raises(FitError, match="invalid crop 'q<1'"):
+        load_data(cloud, "mm", ["q<1"])
+    with pytest.raises(FitError, match="no points satisfy the crop z>5"):
+        load_data(cloud, "mm", ["z>5"])
 
 
 def test_auto_parametrization_picks_by_shape():
@@ -300,3 +337,13 @@ def test_real_femoral_component_cylindrical_fit(tmp_path):
     q = pts[..., 2:5] - np.array(report["parametrization"]["origin"])
     radial = q - (q @ axis)[..., None] * axis
     assert np.median((pts[..., 5:8] * radial).sum(-1)) > 0
+
+
+@needs_dm
+@pytest.mark.parametrize("side,crop", [("lateral", "z<0.0006"), ("medial", "z>0.0006")])
+def test_real_femoral_condyles_toroidal_fits_meet_the_target(tmp_path, side, crop):
+    """One patch per condyle (split at the notch, z = 0.6 mm) in torus coordinates, which unroll
+    the side walls that fold under the cylindrical projection."""
+    report = _cli_fit(tmp_path, "femoral-component", "--param", "toroidal", "--crop", crop)
+    assert report["parametrization"]["kind"] == "toroidal" and report["crop"] == [crop]
+    assert report["residual_rms_m"] <= 0.02e-3 and report["residual_p99_m"] <= 0.1e-3
