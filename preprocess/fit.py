@@ -341,35 +341,30 @@ class ToroidalParametrization(Parametrization):
     @classmethod
     def fit(cls, data: FitData, axis: str | np.ndarray | None = None) -> ToroidalParametrization:
         """The axis and ``theta`` as for the cylindrical parametrization; the tube's centre and
-        radius from a circle fit of the points in the (distance from the axis, position along the
-        axis) half-plane."""
+        radius, and the axis position across itself (a cylinder's circle fit is biased by the
+        tube's curl), by a least-squares torus fit started from a circle fit of the points in the
+        (distance from the axis, position along the axis) half-plane; bounded so that the axis
+        moves by less than half the tube radius and stays outside the tube."""
         cyl = CylindricalParametrization.fit(data, axis)
-        pts = data.points[:: max(1, len(data.points) // 5000)]
-        rho, a = cls._half_plane(cyl.origin, cyl.axis, pts)
-        start = np.array([0.0, 0.0, *_circle_fit(rho, a)])
-        # the axis position too: a cylinder's circle fit is biased by the tube's curl
         e2 = np.cross(cyl.axis, cyl.e1)
+        pts = data.points[:: max(1, len(data.points) // 5000)]
+        origin = cyl.origin
+        rho0, a0, r = _circle_fit(*cls._half_plane(origin, cyl.axis, pts))
+        if math.isfinite(r) and r > 0 and rho0 > 0:
+            def distance(x: np.ndarray) -> np.ndarray:  # x: axis shift along e1, e2; rho0, a0, r
+                rho, a = cls._half_plane(cyl.origin + x[0] * cyl.e1 + x[1] * e2, cyl.axis, pts)
+                return np.hypot(rho - x[2], a - x[3]) - x[4]
 
-        def distance(x: np.ndarray) -> np.ndarray:
-            rho, a = cls._half_plane(cyl.origin + x[0] * cyl.e1 + x[1] * e2, cyl.axis, pts)
-            return np.hypot(rho - x[2], a - x[3]) - x[4]
-
-        rho0, a0, r = start[2:]
+            lo, hi = [-r / 2, -r / 2, 0.0, -np.inf, 0.0], [r / 2, r / 2, np.inf, np.inf, np.inf]
+            x = least_squares(distance, [0.0, 0.0, rho0, a0, r], bounds=(lo, hi), x_scale=r).x
+            origin, (rho0, a0, r) = cyl.origin + x[0] * cyl.e1 + x[1] * e2, x[2:]
         if not (math.isfinite(r) and r > 0 and rho0 > 0):
-            raise FitError(f"{data.path}: the data do not curl around a tube about the axis "
-                           f"(tube centre {rho0:.3g} m from the axis, radius {r:.3g} m); use cylindrical")
-        # bounded: the axis moves by less than half the tube radius and stays outside the tube
-        lo = [-r / 2, -r / 2, 0.0, -np.inf, 0.0]
-        hi = [r / 2, r / 2, np.inf, np.inf, np.inf]
-        x = least_squares(distance, np.clip(start, lo, hi), bounds=(lo, hi), x_scale=r).x
-        origin, (rho0, a0, r) = cyl.origin + x[0] * cyl.e1 + x[1] * e2, x[2:]
-        if not (r > 0 and rho0 > 0):
             raise FitError(f"{data.path}: the data do not curl around a tube about the axis "
                            f"(tube centre {rho0:.3g} m from the axis, radius {r:.3g} m); use cylindrical")
         rho, a = cls._half_plane(origin, cyl.axis, data.points)
         phi = np.arctan2(a - a0, rho - rho0)
         phi0 = float(np.arctan2(np.sin(phi).mean(), np.cos(phi).mean()))
-        return cls(origin, cyl.axis, cyl.e1, cyl.radius, float(rho0), float(a0), float(abs(r)), phi0)
+        return cls(origin, cyl.axis, cyl.e1, cyl.radius, float(rho0), float(a0), float(r), phi0)
 
     @staticmethod
     def _half_plane(origin: np.ndarray, axis: np.ndarray, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

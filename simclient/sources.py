@@ -1,13 +1,14 @@
 """Surface sources: where a storage window gets its records.
 
 Every source has ``name``, ``header`` (:class:`surfacestore.format.Header`) and
-``read_block(ri0, ri1, rj0, rj1) -> ndarray`` returning the points of records ``[ri0, ri1) x
-[rj0, rj1)`` as one dense ``(i1-i0, j1-j0, 14)`` float64 array (see ``Header.block_points``).
+``read_block(ri0, ri1, rj0, rj1, array="points") -> ndarray`` returning the points of records
+``[ri0, ri1) x [rj0, rj1)`` as one dense ``(i1-i0, j1-j0, 14)`` float64 array (see
+``Header.block_points``), or with ``array`` an extra per-point field as ``(i1-i0, j1-j0)``.
 All sources return identical data for the same table.
 
 - :class:`LocalSource` reads a table folder directly (the embedded default: no server).
-- :class:`HttpSource` reads from a surface store over HTTP (httpx, keep-alive, timeouts, retries
-  with backoff on connection errors and 5xx).
+- :class:`HttpSource` reads from a surface store over HTTP (an httpx transport, keep-alive,
+  timeouts, retries with backoff on connection errors and 5xx).
 - :class:`MemorySource` holds a whole table in memory (the "no windows" baseline).
 - :class:`CountingSource` wraps any source and counts requests, records, bytes and waiting time.
 
@@ -28,8 +29,8 @@ from typing import Any, Protocol, runtime_checkable
 import httpx
 import numpy as np
 
-from simclient.transport import KeepAliveTransport
 from simclient.errors import SourceError, SourceNotFound, SourceRequestError, SourceUnavailable, TableChanged
+from simclient.transport import KeepAliveTransport
 from surfacestore.errors import RecordCorrupt, SurfaceStoreError, TableNotFound
 from surfacestore.format import Header, RecordBlock, Table
 
@@ -43,7 +44,7 @@ class Source(Protocol):
     name: str
     header: Header
 
-    def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int) -> np.ndarray: ...
+    def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int, array: str = "points") -> np.ndarray: ...
 
 
 def read_field(source: Source, array: str) -> np.ndarray:
@@ -52,7 +53,7 @@ def read_field(source: Source, array: str) -> np.ndarray:
     h = source.header
     if array not in h.extras:
         raise SourceRequestError(f"{source.name}: no per-point field {array!r} (extras: {list(h.extras)})")
-    return source.read_block(0, h.n_rec_u, 0, h.n_rec_v, array=array)  # type: ignore[call-arg]
+    return source.read_block(0, h.n_rec_u, 0, h.n_rec_v, array)
 
 
 class LocalSource:
@@ -252,8 +253,7 @@ class CountingSource:
     def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int, array: str = "points") -> np.ndarray:
         t = time.perf_counter()
         try:
-            data = (self.source.read_block(ri0, ri1, rj0, rj1) if array == "points"
-                    else self.source.read_block(ri0, ri1, rj0, rj1, array=array))  # type: ignore[call-arg]
+            data = self.source.read_block(ri0, ri1, rj0, rj1, array)
         finally:
             self.wait_s += time.perf_counter() - t
             self.requests += 1
