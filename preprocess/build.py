@@ -17,7 +17,8 @@ A definition file holds one or more named surfaces::
     family = "fit"
     input = "insert.stl"       # relative to this file
     units = "m"
-    param = "planar"           # planar | cylindrical | spherical | auto
+    param = "planar"           # planar | cylindrical | spherical | toroidal | auto
+    crop = "z<0.0006"          # optional: fit only the data satisfying AXIS<VALUE / AXIS>VALUE (or a list)
     back = "plane:y=0"         # optional: thickness to a plane or a second mesh/cloud
     grid = [201, 201]
     record = [9, 9]
