@@ -338,12 +338,16 @@ class Table:
             with os.fdopen(fd, "rb") as f:
                 attrs = json.loads(f.read())["attributes"]["surface"]
         except FileNotFoundError:
-            os.close(self._dirfd)
+            self.close()  # close() also forgets the number: __del__ must not close it again
             raise TableNotFound(f"no surface table at {self.path}") from None
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            os.close(self._dirfd)
+            self.close()
             raise TableCorrupt(f"{self.path}: unreadable header ({exc!r})") from exc
-        self.header = Header.from_dict(attrs)
+        try:
+            self.header = Header.from_dict(attrs)
+        except Exception:
+            self.close()
+            raise
         self.name = table_name(self.path)
         # stored size of an uncompressed record of points (record + CRC32C); 0 when compressed
         self._stored_size = self.header.record_bytes + 4 if self.header.codec == "none" else 0

@@ -160,6 +160,37 @@ def test_out_of_range_and_missing(tmp_path):
         open_table(tmp_path / "nope.zarr")
 
 
+@pytest.mark.parametrize("damage", ["cut", "missing", "bad_header"])
+def test_failed_open_never_closes_a_descriptor_twice(tmp_path, damage):
+    """A table that fails to open must not close its folder descriptor again when collected: by
+    then the number may belong to another open file (the store served wrong records that way)."""
+    import gc
+
+    from surfacestore.errors import TableCorrupt
+
+    t = _build(tmp_path)
+    meta = t.path / "zarr.json"
+    t.close()
+    text = meta.read_text()
+    if damage == "cut":
+        meta.write_text(text[: len(text) // 2])
+    elif damage == "missing":
+        meta.unlink()
+    else:
+        meta.write_text(text.replace('"u_pts": 9', '"u_pts": "nine"'))
+    with pytest.raises((TableCorrupt, TableNotFound)) as failed:
+        fmt.Table(t.path)
+    # the number the failed open released is the lowest free one: the next open reuses it, while
+    # the half-built Table is still alive in the exception's traceback (as in a server's handler)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        del failed
+        gc.collect()  # runs the failed Table's __del__
+        os.fstat(fd)  # still ours
+    finally:
+        os.close(fd)
+
+
 def test_existing_output_refused_unless_overwrite(tmp_path):
     t = _build(tmp_path)
     digest = t.header.digest
