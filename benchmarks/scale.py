@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from simclient.bench_store import serve
+from simclient.bench.store import serve
 
 ROOT = Path(__file__).resolve().parents[1]
 

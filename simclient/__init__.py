@@ -11,7 +11,7 @@ from simclient.errors import (
     TableChanged,
     WindowError,
 )
-from simclient.sources import CountingSource, HttpSource, LocalSource, MemorySource, Source, open_surface
+from simclient.io._sources import CountingSource, HttpSource, LocalSource, MemorySource, Source, open_surface
 
 __all__ = [
     "open_surface",

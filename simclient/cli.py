@@ -24,7 +24,7 @@ def _say(quiet: bool):
 
 
 def _bench_store(args: argparse.Namespace) -> int:
-    from simclient.bench_store import format_store_bench, run_store_bench
+    from simclient.bench.store import format_store_bench, run_store_bench
     from simclient.demo import ensure_sample_tables
 
     ensure_sample_tables(args.tables, quiet=True)
@@ -34,7 +34,7 @@ def _bench_store(args: argparse.Namespace) -> int:
 
 
 def _bench_contact(args: argparse.Namespace) -> int:
-    from simclient.bench_contact import format_contact_bench, run_contact_bench
+    from simclient.bench.contact import format_contact_bench, run_contact_bench
     from simclient.demo import ensure_sample_tables
 
     ensure_sample_tables(args.tables, quiet=True)
@@ -45,7 +45,7 @@ def _bench_contact(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     from simclient.demo import ensure_sample_tables
-    from simclient.validate import run_cases
+    from simclient.scenarios.validate import run_cases
 
     ensure_sample_tables(args.tables, quiet=True)
     cases = run_cases(args.tables, args.cases or None)
@@ -59,7 +59,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _bench_windows(args: argparse.Namespace) -> int:
-    from simclient.bench_windows import format_windows_bench, plot_windows_bench, run_windows_bench
+    from simclient.bench.windows import format_windows_bench, plot_windows_bench, run_windows_bench
     from simclient.demo import ensure_sample_tables
 
     ensure_sample_tables(args.tables, quiet=True)
@@ -71,7 +71,7 @@ def _bench_windows(args: argparse.Namespace) -> int:
 
 
 def _bench_sweep(args: argparse.Namespace) -> int:
-    from simclient.bench_windows import format_sweep, run_sweep
+    from simclient.bench.windows import format_sweep, run_sweep
     from simclient.demo import ensure_sample_tables
 
     ensure_sample_tables(args.tables, quiet=True)
@@ -89,9 +89,9 @@ def _peak_rss_mb() -> float:
 
 def _bench_all(args: argparse.Namespace) -> int:
     """The whole suite: store, contact, windows (Table 6.3) and the sweep."""
-    from simclient.bench_contact import format_contact_bench, run_contact_bench
-    from simclient.bench_store import format_store_bench, run_store_bench
-    from simclient.bench_windows import (format_sweep, format_windows_bench, plot_windows_bench, run_sweep,
+    from simclient.bench.contact import format_contact_bench, run_contact_bench
+    from simclient.bench.store import format_store_bench, run_store_bench
+    from simclient.bench.windows import (format_sweep, format_windows_bench, plot_windows_bench, run_sweep,
                                          run_windows_bench)
     from simclient.demo import ensure_sample_tables
 
@@ -121,8 +121,8 @@ def _extent(text: str) -> tuple[int, int]:
 
 
 def _artificial_knee(args: argparse.Namespace) -> int:
-    from simclient.implant_knee import ImplantKneeParams, artificial_knee
-    from simclient.scenarios import dump, locate
+    from simclient.scenarios.artificial_knee import ImplantKneeParams, artificial_knee
+    from simclient.scenarios.bouncing_ball import dump, locate
 
     say = _say(args.json or not sys.stderr.isatty())
     summary = artificial_knee(args.insert or locate("tibial_insert", args.store, args.tables),
@@ -158,20 +158,20 @@ def _artificial_knee(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from simclient.scenarios import BallParams, bouncing_ball, dump, locate
+    from simclient.scenarios.bouncing_ball import BallParams, bouncing_ball, dump, locate
 
     if args.scenario == "artificial-knee":
         return _artificial_knee(args)
     kw = {"token": args.token} if args.token else {}
     if args.scenario == "knee3d":
-        from simclient.scenarios import KneeParams, knee3d
+        from simclient.scenarios.bouncing_ball import KneeParams, knee3d
 
         names = ("condyle_medial", "condyle_lateral", "plateau_medial", "plateau_lateral")
         summary = knee3d({n: locate(n, args.store, args.tables) for n in names}, window=args.window_ground,
                          params=KneeParams(law=args.law), interpolation=args.interpolation,
                          method=args.method if args.method != "DOP853" else "BDF", source_kwargs=kw)
         if args.out is not None:
-            from simclient.report import save_knee3d
+            from simclient.scenarios.report import save_knee3d
 
             summary["outputs"] = [str(f) for f in save_knee3d(summary, args.out)]
         if args.json:
@@ -192,7 +192,7 @@ def _run(args: argparse.Namespace) -> int:
                             prefetch=args.prefetch,
                             keep=args.out is not None, progress=None)
     if args.out is not None:
-        from simclient.report import save_bouncing_ball
+        from simclient.scenarios.report import save_bouncing_ball
 
         files = save_bouncing_ball(summary, args.out)
         summary["outputs"] = [str(f) for f in files]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from preprocess.build import build_surface, is_current, load_spec
 from simclient import cli
-from simclient.bench_store import serve
+from simclient.bench.store import serve
 from surfacestore.format import TABLE_SUFFIX, open_table
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,11 +11,11 @@ import pytest
 
 from preprocess.build import build_surface, parse_surface
 from simclient import LocalSource, open_surface
-from simclient.contact import ContactPair
+from simclient.contact._point import ContactPair
 from simclient.errors import SourceError, WindowError
-from simclient.poses import euler_from_axis_angle, rotation_matrix
-from simclient.sources import CountingSource
-from simclient.window import StorageWindow
+from simclient.geometry._poses import euler_from_axis_angle, rotation_matrix
+from simclient.io._sources import CountingSource
+from simclient.geometry._window import StorageWindow
 from surfacestore.format import RecordBlock
 
 rng = np.random.default_rng(42)

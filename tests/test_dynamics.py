@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from simclient.laws import DAMPING, LAWS, MATERIALS, hertz_stiffness, make_law
-from simclient.poses import G_matrix, L_matrix, euler_from_axis_angle, euler_from_matrix, rotation_matrix
-from simclient.scenarios import BallParams, bouncing_ball, hertz_drop, locate
+from simclient.contact._laws import DAMPING, LAWS, MATERIALS, hertz_stiffness, make_law
+from simclient.geometry._poses import G_matrix, L_matrix, euler_from_axis_angle, euler_from_matrix, rotation_matrix
+from simclient.scenarios.bouncing_ball import BallParams, bouncing_ball, hertz_drop, locate
 
 
 def _run(tables, ball="ball_333", **kw):
@@ -129,7 +129,7 @@ def test_euler_parameters():
 
 
 def test_knee3d_runs_to_80_degrees(sample_tables):
-    from simclient.scenarios import KNEE_LIGAMENTS, knee3d
+    from simclient.scenarios.bouncing_ball import KNEE_LIGAMENTS, knee3d
 
     names = ("condyle_medial", "condyle_lateral", "plateau_medial", "plateau_lateral")
     s = knee3d({n: locate(n, tables=sample_tables) for n in names})
@@ -163,7 +163,7 @@ def test_validate_cli(sample_tables):
 def test_spherical_joint_pendulum_period_and_energy():
     from scipy.signal import find_peaks
 
-    from simclient.dynamics import Body, MultibodySystem, SphericalJoint, simulate
+    from simclient.dynamics._system import Body, MultibodySystem, SphericalJoint, simulate
 
     # a rod of length 0.4 m hanging from a fixed pivot: small oscillations of period 2 pi sqrt(I_O / (m g d))
     m, L = 1.2, 0.4
@@ -194,7 +194,7 @@ def test_spherical_joint_pendulum_period_and_energy():
 
 
 def test_prescribed_coordinate_is_followed():
-    from simclient.dynamics import Body, MultibodySystem, Prescribed, simulate
+    from simclient.dynamics._system import Body, MultibodySystem, Prescribed, simulate
 
     box = Body("box", mass=2.0, inertia=np.eye(3) * 0.01, position=np.array([0, 0, 0.0]))
     f = lambda t: 0.01 * math.sin(2 * math.pi * t)  # noqa: E731

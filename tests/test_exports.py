@@ -21,7 +21,7 @@ def test_format_module_has_no_web_imports():
     import subprocess
     import sys
 
-    code = ("import sys, surfacestore.format, simclient.window, simclient.contact; "
+    code = ("import sys, surfacestore.format, simclient.geometry._window, simclient.contact._point; "
             "bad = [m for m in ('fastapi', 'uvicorn', 'starlette', 'surfacestore.app') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

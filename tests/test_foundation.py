@@ -13,10 +13,10 @@ from scipy import ndimage
 from preprocess.build import build_surface, parse_surface
 from preprocess.families import Family
 from simclient.errors import ContactError
-from simclient.foundation import FoundationContact, LinearLayer, NonlinearLayer, element_grid
-from simclient.poses import rotation_matrix
-from simclient.sources import open_surface
-from simclient.validate import press, run_cases
+from simclient.contact._foundation import FoundationContact, LinearLayer, NonlinearLayer, element_grid
+from simclient.geometry._poses import rotation_matrix
+from simclient.io._sources import open_surface
+from simclient.scenarios.validate import press, run_cases
 
 I3 = np.eye(3)
 
@@ -156,7 +156,7 @@ def test_extra_fields_read_alike_over_http_and_locally(tmp_path):
     """Element thickness and footprint come from a fitted table's extra fields, also over HTTP."""
     from conftest import StoreProcess
     from preprocess.fit import fit_spec
-    from simclient.sources import HttpSource, read_field
+    from simclient.io._sources import HttpSource, read_field
 
     rng = np.random.default_rng(7)
     xy = rng.uniform(-0.01, 0.01, (4000, 2))

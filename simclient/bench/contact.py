@@ -18,11 +18,11 @@ from typing import Any
 import numba
 import numpy as np
 
-from simclient import kernels
-from simclient.contact import ContactPair
-from simclient.poses import euler_from_axis_angle, rotation_matrix
-from simclient.sources import LocalSource
-from simclient.window import StorageWindow
+from simclient.geometry import _kernels as kernels
+from simclient.contact._point import ContactPair
+from simclient.geometry._poses import euler_from_axis_angle, rotation_matrix
+from simclient.io._sources import LocalSource
+from simclient.geometry._window import StorageWindow
 
 __all__ = ["run_contact_bench", "format_contact_bench"]
 

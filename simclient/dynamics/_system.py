@@ -2,7 +2,7 @@
 
 State of each free body (13 values): position ``r`` (m, global), Euler parameters ``p``, velocity
 ``r'`` (m/s, global) and angular velocity ``w'`` (rad/s, body frame). Equations (thesis 6.1-6.8,
-errata fixed; see :mod:`simclient.poses`)::
+errata fixed; see :mod:`simclient.geometry._poses`)::
 
     m r'' = f,     J' w'' = n' - w' x J' w',     p' = 1/2 L(p)^T w' - k (p.p - 1) p
 
@@ -32,10 +32,10 @@ import numba
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from simclient.contact import Contact, ContactPair, indentation_rate
+from simclient.contact._point import Contact, ContactPair, indentation_rate
 from simclient.errors import ContactError, SimulationError
-from simclient.poses import normalize_euler, point_velocity, rotation_matrix, surface_pose
-from simclient.window import StorageWindow
+from simclient.geometry._poses import normalize_euler, point_velocity, rotation_matrix, surface_pose
+from simclient.geometry._window import StorageWindow
 
 __all__ = ["Body", "Surface", "ContactModel", "MultibodySystem", "SimulationResult", "simulate",
            "SphericalJoint", "RevoluteJoint", "Prescribed"]

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from simclient.scenarios import BallParams, bouncing_ball, hertz_drop, locate
+from simclient.scenarios.bouncing_ball import BallParams, bouncing_ball, hertz_drop, locate
 
 __all__ = ["CASES", "run_cases"]
 
@@ -86,8 +86,8 @@ def press(tables: Path, indenter: str, layer: Any, depth: float, thickness: floa
     carrying a layer of ``thickness`` (m), with ``n x n`` elements over +-``half_width`` (m)."""
     import numpy as np
 
-    from simclient.foundation import FoundationContact, element_grid
-    from simclient.sources import open_surface
+    from simclient.contact._foundation import FoundationContact, element_grid
+    from simclient.io._sources import open_surface
 
     fixed, moving = open_surface(locate("ef_layer", tables=tables)), open_surface(locate(indenter, tables=tables))
     grid = element_grid(fixed, "layer", (-half_width, half_width), (-half_width, half_width), (n, n), thickness)
@@ -98,7 +98,7 @@ def press(tables: Path, indenter: str, layer: Any, depth: float, thickness: floa
 
 
 def _ef_sphere_linear(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
-    from simclient.foundation import LinearLayer
+    from simclient.contact._foundation import LinearLayer
 
     law, R, d, h = LinearLayer(10e6, 0.3), 0.02, 5e-5, 0.005
     return _case("ef-sphere-linear", press(tables, "ef_sphere", law, d, h), math.pi * law.aggregate_modulus * R * d**2 / h,
@@ -108,7 +108,7 @@ def _ef_sphere_linear(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
 def _ef_sphere_log(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
     from scipy.integrate import quad
 
-    from simclient.foundation import LinearLayer
+    from simclient.contact._foundation import LinearLayer
 
     law, R, d, h = LinearLayer(10e6, 0.3, large_strain=True), 0.02, 5e-5, 1e-4
     expected = quad(lambda r: -law.aggregate_modulus * math.log(1 - (d - r * r / (2 * R)) / h) * 2 * math.pi * r,
@@ -117,7 +117,7 @@ def _ef_sphere_log(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
 
 
 def _ef_paraboloid(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
-    from simclient.foundation import LinearLayer
+    from simclient.contact._foundation import LinearLayer
 
     law, R1, R2, d, h = LinearLayer(10e6, 0.3), 0.02, 0.05, 5e-5, 0.005
     return _case("ef-paraboloid", press(tables, "ef_paraboloid", law, d, h, half_width=0.0025),

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from simclient.dynamics import Body, ContactModel, MultibodySystem, Surface, simulate
-from simclient.laws import make_law
-from simclient.sources import MemorySource, open_surface
-from simclient.window import StorageWindow
+from simclient.dynamics._system import Body, ContactModel, MultibodySystem, Surface, simulate
+from simclient.contact._laws import make_law
+from simclient.io._sources import MemorySource, open_surface
+from simclient.geometry._window import StorageWindow
 
 __all__ = ["SCENARIOS", "locate", "bouncing_ball", "BallParams", "hertz_drop"]
 
@@ -212,8 +212,8 @@ def knee3d(locations: dict[str, str], *, params: KneeParams = KneeParams(), wind
     ``locations`` maps ``condyle_medial``, ``condyle_lateral``, ``plateau_medial``,
     ``plateau_lateral`` to table locations.
     """
-    from simclient.laws import hertz_stiffness
-    from simclient.ligaments import Ligament, QuadraticLaw
+    from simclient.contact._laws import hertz_stiffness
+    from simclient.dynamics._loads import Ligament, QuadraticLaw
 
     p = params
     kw = source_kwargs or {}

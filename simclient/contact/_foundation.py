@@ -35,10 +35,10 @@ import numpy as np
 from scipy.interpolate import RegularGridInterpolator
 from scipy.spatial import cKDTree
 
-from simclient import kernels
+from simclient.geometry import _kernels as kernels
 from simclient.errors import ContactError
-from simclient.sources import Source, read_field
-from simclient.window import StorageWindow, record_of
+from simclient.io._sources import Source, read_field
+from simclient.geometry._window import StorageWindow, record_of
 
 __all__ = ["LinearLayer", "NonlinearLayer", "ElementGrid", "element_grid", "CompartmentResult",
            "FoundationContact"]

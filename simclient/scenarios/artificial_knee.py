@@ -52,8 +52,8 @@ from scipy.integrate import solve_ivp
 from scipy.interpolate import PchipInterpolator
 
 from simclient.errors import SimulationError
-from simclient.foundation import FoundationContact, LinearLayer, NonlinearLayer, element_grid
-from simclient.sources import Source, open_surface, read_field
+from simclient.contact._foundation import FoundationContact, LinearLayer, NonlinearLayer, element_grid
+from simclient.io._sources import Source, open_surface, read_field
 
 __all__ = ["ImplantKneeParams", "MATERIALS", "GAIT", "ImplantKnee", "artificial_knee"]
 
@@ -338,7 +338,7 @@ def artificial_knee(insert: str, femoral: str, params: ImplantKneeParams | None 
                            "element_casts": g["element_casts"], "us_per_element": g["us_per_element"],
                            "us_per_element_full_search": g["us_per_element_full_search"]}
         if out is not None:
-            from simclient.report import save_artificial_knee
+            from simclient.scenarios.report import save_artificial_knee
 
             summary["files"] = save_artificial_knee(Path(out), g, knee, p)
     elif "static" in summary:

@@ -30,7 +30,7 @@ import httpx
 import numpy as np
 
 from simclient.errors import SourceError, SourceNotFound, SourceRequestError, SourceUnavailable, TableChanged
-from simclient.transport import KeepAliveTransport
+from simclient.io._transport import KeepAliveTransport
 from surfacestore.errors import RecordCorrupt, SurfaceStoreError, TableNotFound
 from surfacestore.format import Header, RecordBlock, Table
 

@@ -12,7 +12,7 @@ section 6.3). ``update(u, v)`` applies the seven-step rule:
 7. proceed.
 
 A border record at the table's edge, where re-centring would give the same window, needs no update.
-Points live in a buffer addressed modulo its size (see :mod:`simclient.kernels`), so an update writes
+Points live in a buffer addressed modulo its size (see :mod:`simclient.geometry._kernels`), so an update writes
 only the new strips and moves nothing.
 
 ``sample(u, v)`` interpolates position, unit normal and both tangents (surface frame, metres) with
@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from simclient import kernels
+from simclient.geometry import _kernels as kernels
 from simclient.errors import SourceError, WindowError
-from simclient.sources import Source
+from simclient.io._sources import Source
 from surfacestore.format import NFIELDS, Header, RecordBlock, window_block
 
 __all__ = ["StorageWindow", "SurfaceSample", "INTERPOLATIONS", "record_of"]
@@ -91,7 +91,7 @@ class StorageWindow:
         self.interpolation = interpolation
         self.mode = INTERPOLATIONS[interpolation]
         self.buffer = np.full((wu * h.u_pts, wv * h.v_pts, NFIELDS), np.nan)
-        # kernel parameters (see simclient.kernels)
+        # kernel parameters (see simclient.geometry._kernels)
         self.ip = np.array([self.buffer.shape[0], self.buffer.shape[1], 0, 0, 0, 0, h.u_npts, h.v_npts],
                            dtype=np.int64)
         self.fp = np.array([h.u0, h.du, h.v0, h.dv, float(h.normal_sign)])

@@ -18,8 +18,8 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from simclient.bench_store import serve
-from simclient.scenarios import bouncing_ball, locate
+from simclient.bench.store import serve
+from simclient.scenarios.bouncing_ball import bouncing_ball, locate
 
 __all__ = ["TABLE_6_3", "run_windows_bench", "format_windows_bench", "plot_windows_bench"]
 
@@ -128,7 +128,7 @@ def sweep_tables(tables: Path) -> dict[int, Path]:
 
     from preprocess.build import build_surface, is_current, load_spec
 
-    spec = next(s for s in load_spec(Path(__file__).resolve().parents[1] / "sample_surfaces" / "bouncing_ball.toml")
+    spec = next(s for s in load_spec(Path(__file__).resolve().parents[2] / "sample_surfaces" / "bouncing_ball.toml")
                 if s.name == "ground")
     out = {}
     for r in SWEEP_RECORDS:
@@ -149,7 +149,7 @@ def run_sweep(tables: Path, quick: bool = False, progress: Any = None) -> dict[s
     (vx = 0.4 m/s from x = -80 mm: 160 mm of travel in 0.4 s), over the HTTP store."""
     import warnings
 
-    from simclient.scenarios import BallParams
+    from simclient.scenarios.bouncing_ball import BallParams
 
     say = progress or (lambda s: None)
     grounds = sweep_tables(tables)

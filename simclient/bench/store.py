@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 import numpy as np
 
-from simclient.sources import HttpSource, LocalSource, _load_npy
-from simclient.transport import KeepAliveTransport
+from simclient.io._sources import HttpSource, LocalSource, _load_npy
+from simclient.io._transport import KeepAliveTransport
 
 __all__ = ["run_store_bench", "bare_app"]
 
@@ -162,7 +162,7 @@ def run_store_bench(tables: Path, quick: bool = False, progress: Callable[[str],
             np.testing.assert_array_equal(sources[table].read_block(*blk), expect)
             bare_file = Path(tmp) / f"{case}.npy"
             np.save(bare_file, expect)
-            with serve([sys.executable, "-m", "uvicorn", "simclient.bench_store:bare_app", "--factory",
+            with serve([sys.executable, "-m", "uvicorn", "simclient.bench.store:bare_app", "--factory",
                         "--log-level", "warning"], env={"BENCH_BARE_FILE": str(bare_file)}) as bare:
                 bare_request = httpx.Request("GET", bare + "/v1/bare")
                 block_url = f"{url}/v1/surfaces/{table}/block?ri0={ri0}&ri1={ri1}&rj0={rj0}&rj1={rj1}"

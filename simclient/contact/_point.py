@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
-from simclient import kernels
+from simclient.geometry import _kernels as kernels
 from simclient.errors import ContactError
-from simclient.window import StorageWindow
+from simclient.geometry._window import StorageWindow
 
 __all__ = ["Contact", "ContactPair", "indentation_rate"]
 

@@ -1,0 +1,1 @@
+"""Sources of surface tables (local, HTTP, memory, counting), ``open_surface`` and transports."""
