@@ -132,7 +132,7 @@ def _length(text: str) -> float:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    from preprocess.fit import fit_to_table
+    from preprocess.build import fit_to_table
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -1,6 +1,6 @@
 """Fitting surfaces to point clouds and triangle meshes.
 
-Pipeline (``fit_spec`` / ``fit_to_table``):
+Pipeline (``fit_spec``; ``preprocess.build.fit_to_table`` builds the table):
 
 1. :func:`load_data` reads a mesh (STL, OBJ, PLY through trimesh) or a point cloud (XYZ/CSV) in
    the declared units and converts to metres.
@@ -54,10 +54,12 @@ from scipy.sparse.linalg import splu
 from scipy.spatial import cKDTree
 
 from preprocess.errors import DefinitionError, FitError
+from preprocess.families import ThinPlate
+from preprocess.spec import parse_surface, sample_points
 
 __all__ = ["UNITS", "FitData", "load_data", "Parametrization", "PlanarParametrization", "CylindricalParametrization",
            "SphericalParametrization", "ToroidalParametrization", "choose_parametrization", "fit_bspline", "fit_tps",
-           "FitResult", "fit_spec", "fit_to_table", "FIT_KEYS"]
+           "FitResult", "fit_spec", "FIT_KEYS"]
 
 UNITS = {"m": 1.0, "mm": 1e-3, "cm": 1e-2, "um": 1e-6}
 DEFAULT_TOL = 1e-5  # m: RMS tolerance when none is given (half the 0.02 mm target for implant CAD)
@@ -654,8 +656,6 @@ def fit_tps(pts: np.ndarray, par: PlanarParametrization, tol: float | None = Non
     bending energy ``f^T K f`` subject to RMS(w - h) = ``tol`` (m, default 0.01 mm), eqs. (34)-(38).
     If even the interpolating limit cannot reach ``tol``, the least-bending fit with the smallest
     residual is returned and the report says so."""
-    from preprocess.families import ThinPlate
-
     if par.kind != "planar":
         raise FitError("the thin-plate (tps) method fits height fields: use it with --param planar")
     a, b, h = par.project(pts)
@@ -714,8 +714,6 @@ def fit_tps(pts: np.ndarray, par: PlanarParametrization, tol: float | None = Non
 
 def _tps_rows(ab: np.ndarray, centres: np.ndarray, scale: float, Z: np.ndarray) -> np.ndarray:
     """Design rows ``[K Z, 1, a/L, b/L]`` of the thin-plate fit in null-space coordinates."""
-    from preprocess.families import ThinPlate
-
     return np.column_stack([ThinPlate.kernel(ab, centres, scale) @ Z, np.ones(len(ab)), ab / scale])
 
 
@@ -770,8 +768,6 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
     ``back`` (a path or ``plane:AXIS=VALUE``), ``degree``, ``smoothing``, plus the grid keys
     (``grid``, ``record``, ``codec``, ...). The table's parameter range is the data's.
     """
-    from preprocess.build import parse_surface, sample_points
-
     if "input" not in d:
         raise DefinitionError(f"{name}: a fit definition needs 'input' (a mesh or point cloud)")
     base = Path(base)
@@ -826,22 +822,6 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
         report["thickness_m"] = {"min": float(t.min()), "median": float(np.median(t)), "max": float(t.max())}
     spec = parse_surface(name, {**definition, "flip": flip, "fit_report": report})
     return dataclasses.replace(spec, extras=extras), report, fit
-
-
-def fit_to_table(input_path: str | Path, out: str | Path, *, overwrite: bool = False,
-                 residual_map: str | Path | None = None, **options: Any) -> tuple[Any, dict[str, Any]]:
-    """Fit ``input_path`` and build the table ``out`` (a ``NAME.zarr`` path); return (table, report).
-    ``options``: the keys of a fit definition (see :func:`fit_spec`); ``None`` values are ignored."""
-    from preprocess.build import build_surface
-
-    out = Path(out)
-    name = out.name[:-5] if out.name.endswith(".zarr") else out.name
-    d = {"input": str(input_path), **{k: v for k, v in options.items() if v is not None}}
-    spec, report, fit = fit_spec(name, d)
-    table = build_surface(spec, out.parent, overwrite=overwrite)
-    if residual_map is not None:
-        save_residual_map(fit, Path(residual_map))
-    return table, report
 
 
 def save_residual_map(fit: FitResult, path: Path) -> None:
