@@ -10,13 +10,16 @@
     │   └── TableChanged                               the table was rebuilt during the run
     ├── WindowError          (also ValueError)         a point outside the table, a bad extent
     ├── ContactError                                   contact detection failed (not converged, left the table)
-    └── SimulationError                                the integrator failed
+    ├── SimulationError                                the integrator failed
+    ├── ParameterError       (also ValueError)         a bad parameter: unknown law, method, scenario or
+    │                                                  case; a value out of its range (names both)
+    └── ServiceError                                   a helper service (a store started for a run) failed
 """
 
 from __future__ import annotations
 
 __all__ = ["SimClientError", "SourceError", "SourceNotFound", "SourceRequestError", "SourceUnavailable",
-           "TableChanged", "WindowError", "ContactError", "SimulationError"]
+           "TableChanged", "WindowError", "ContactError", "SimulationError", "ParameterError", "ServiceError"]
 
 
 class SimClientError(Exception):
@@ -53,3 +56,12 @@ class ContactError(SimClientError):
 
 class SimulationError(SimClientError):
     """The integration failed."""
+
+
+class ParameterError(SimClientError, ValueError):
+    """A parameter that cannot be used: an unknown name (law, integrator, scenario, validation
+    case) or a value outside its range. The message names the parameter and the choices."""
+
+
+class ServiceError(SimClientError):
+    """A helper service failed: a store started for the demo, a benchmark or a test."""

@@ -8,7 +8,6 @@ import sys
 
 import httpx
 import yaml
-
 from conftest import ROOT, free_port
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import SHARED_DATA
+
 from preprocess.errors import FitError
 from preprocess.families import make_family
 from preprocess.fit import (

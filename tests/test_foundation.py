@@ -12,10 +12,10 @@ from scipy import ndimage
 
 from preprocess.build import build_surface, parse_surface
 from preprocess.families import Family
+from simclient.contact import FoundationContact, LinearLayer, NonlinearLayer, element_grid
 from simclient.errors import ContactError
-from simclient.contact._foundation import FoundationContact, LinearLayer, NonlinearLayer, element_grid
-from simclient.geometry._poses import rotation_matrix
-from simclient.io._sources import open_surface
+from simclient.geometry import rotation_matrix
+from simclient.io import open_surface
 from simclient.scenarios.validate import press, run_cases
 
 I3 = np.eye(3)
@@ -119,13 +119,13 @@ def test_active_set_search_matches_full_search_through_a_split(tmp_path, sample_
         components.append((depth, ndimage.label(a.active.reshape(60, 40), structure=np.ones((3, 3)))[1]))
     # one region above the hump's depth, two below it: the tracked search followed the split
     assert all(k == (1 if d > hump + 0.01e-3 else 2) for d, k in components if abs(d - hump) > 0.01e-3)
-    assert tracked.full_searches == 1 and tracked.searches == 15
+    assert tracked.stats["full_searches"] == 1 and tracked.stats["searches"] == 15
     assert tracked.elements_evaluated < 0.5 * full.elements_evaluated
     assert default.elements_evaluated < 0.7 * full.elements_evaluated
     # the same pose again: the solution is copied, nothing is evaluated
     before = tracked.elements_evaluated
     tracked.evaluate(I3, np.zeros(3), I3, c)
-    assert tracked.copies == 1 and tracked.elements_evaluated == before
+    assert tracked.stats["copies"] == 1 and tracked.elements_evaluated == before
 
 
 def test_two_layers_combine_their_thickness(sample_tables):
@@ -155,8 +155,9 @@ def test_bad_element_thickness_is_refused(sample_tables):
 def test_extra_fields_read_alike_over_http_and_locally(tmp_path):
     """Element thickness and footprint come from a fitted table's extra fields, also over HTTP."""
     from conftest import StoreProcess
+
     from preprocess.fit import fit_spec
-    from simclient.io._sources import HttpSource, read_field
+    from simclient.io import HttpSource, read_field
 
     rng = np.random.default_rng(7)
     xy = rng.uniform(-0.01, 0.01, (4000, 2))

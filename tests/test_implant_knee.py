@@ -9,10 +9,10 @@ import warnings
 
 import numpy as np
 import pytest
-
 from conftest import ROOT, SHARED_DATA
+
+from simclient.io import open_surface
 from simclient.scenarios.artificial_knee import ImplantKnee, ImplantKneeParams
-from simclient.io._sources import open_surface
 
 DM = SHARED_DATA / "grand-challenge-dm"
 pytestmark = pytest.mark.skipif(not DM.exists(), reason="../shared/data/grand-challenge-dm is absent")

@@ -8,11 +8,10 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import SAMPLES
 
 from preprocess.cli import main
 from surfacestore.format import open_table, verify_table
-
-from conftest import SAMPLES
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

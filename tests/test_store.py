@@ -13,8 +13,8 @@ import httpx
 import numpy as np
 import pytest
 import zarr
-
 from conftest import StoreProcess
+
 from preprocess.build import build_surface, parse_surface
 from simclient import HttpSource, LocalSource, open_surface
 from simclient.errors import SourceNotFound, SourceRequestError, SourceUnavailable, TableChanged

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from simclient.io._transport import KeepAliveTransport
+from simclient.io import KeepAliveTransport
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):

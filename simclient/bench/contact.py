@@ -12,35 +12,35 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numba
 import numpy as np
 
-from simclient.geometry import _kernels as kernels
-from simclient.contact._point import ContactPair
-from simclient.geometry._poses import euler_from_axis_angle, rotation_matrix
-from simclient.io._sources import LocalSource
-from simclient.geometry._window import StorageWindow
+from simclient.contact import ContactPair, ContactStatus, solve_contact
+from simclient.geometry import StorageWindow, euler_from_axis_angle, jit, rotation_matrix
+from simclient.io import LocalSource
 
-__all__ = ["run_contact_bench", "format_contact_bench"]
+__all__ = ["run", "report"]
+
+_CONVERGED = int(ContactStatus.CONVERGED)
 
 
-@numba.njit(cache=True)
-def _kernel_loop(buf_i, buf_j, ints, flts, Rs, cs, Rj, cj, x, work) -> int:
+@jit
+def _kernel_loop(buf_i, buf_j, ints, flts, Rs, cs, Rj, cj, x, work) -> int:  # type: ignore[no-untyped-def]
     """The compiled kernel over a pose sequence, without the Python call path (window checks
     excluded: the windows do not move in this benchmark's warm-up-free stretch)."""
     iterations = 0
     for k in range(cs.shape[0]):
-        status, it = kernels.solve_contact(buf_i, buf_j, ints, flts, Rs[k], cs[k], Rj, cj, x, work)
-        if status != kernels.CONVERGED:
+        status, it = solve_contact(buf_i, buf_j, ints, flts, Rs[k], cs[k], Rj, cj, x, work)
+        if status != _CONVERGED:
             return -1
         iterations += it
     return iterations
 
 
-def run_contact_bench(tables: Path, quick: bool = False) -> dict[str, Any]:
+def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     n = 5000 if quick else 20000
     R = 0.02
     out: dict[str, Any] = {"evaluations": n, "timing": {}, "error": []}
@@ -113,7 +113,7 @@ def run_contact_bench(tables: Path, quick: bool = False) -> dict[str, Any]:
     return out
 
 
-def format_contact_bench(res: dict[str, Any]) -> str:
+def report(res: dict[str, Any]) -> str:
     lines = ["warm-started contact evaluation (ball_333 on ground, median over chunks of 1000)"]
     for k, v in res["timing"].items():
         lines.append(f"  {k:8s}: {v['us_per_eval']:6.2f} us/eval through ContactPair.detect, "

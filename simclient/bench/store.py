@@ -11,61 +11,23 @@ the same block through a default ``httpx.Client`` (the client stack's share). Th
 
 from __future__ import annotations
 
-import contextlib
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
 
-from simclient.io._sources import HttpSource, LocalSource, _load_npy
-from simclient.io._transport import KeepAliveTransport
+from simclient.bench._server import serve, serve_store
+from simclient.io import HttpSource, KeepAliveTransport, LocalSource, load_npy
 
-__all__ = ["run_store_bench", "bare_app"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def serve(args: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
-    """Run a server command (with ``--port`` appended) and yield its base URL once healthy."""
-    port = _free_port()
-    proc = subprocess.Popen([*args, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env={**os.environ, **(env or {})})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 30
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-            try:
-                if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.time() > deadline:
-                raise RuntimeError("server did not start")
-            time.sleep(0.05)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+__all__ = ["run", "report", "bare_app"]
 
 
 def bare_app() -> Any:
@@ -135,7 +97,7 @@ def _throughput(url: str, name: str, n_rec: tuple[int, int], clients: int, secon
     return {"clients": clients, "windows_per_s": sum(counts) / dt, "MB_per_s": sum(nbytes) / dt / 1e6}
 
 
-def run_store_bench(tables: Path, quick: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the benchmark on the sample tables in ``tables`` (``ground``: 81-point records;
     ``ball``: 111 x 111-point records). Returns the figures as a dict."""
     n = 300 if quick else 2000
@@ -150,8 +112,7 @@ def run_store_bench(tables: Path, quick: bool = False, progress: Callable[[str],
     }
     locals_ = {"ground": local_ground, "ball": local_ball}
     out: dict[str, Any] = {"requests_per_case": n, "latency": {}, "throughput": []}
-    with serve([sys.executable, "-m", "surfacestore.cli", "serve", "--root", str(tables), "--log-level",
-                "warning"]) as url, tempfile.TemporaryDirectory() as tmp:
+    with serve_store(tables) as url, tempfile.TemporaryDirectory() as tmp:
         sources = {name: HttpSource(f"{url}/v1/surfaces/{name}") for name in locals_}
         client = httpx.Client(timeout=30)
         transport = KeepAliveTransport()
@@ -168,8 +129,8 @@ def run_store_bench(tables: Path, quick: bool = False, progress: Callable[[str],
                 block_url = f"{url}/v1/surfaces/{table}/block?ri0={ri0}&ri1={ri1}&rj0={rj0}&rj1={rj1}"
                 fns = {"http": lambda: sources[table].read_block(*blk),
                        "local": lambda: locals_[table].read_block(*blk),
-                       "bare_endpoint": lambda: _load_npy(transport.handle_request(bare_request).read()),
-                       "httpx_client": lambda: _load_npy(client.get(block_url).content)}
+                       "bare_endpoint": lambda: load_npy(transport.handle_request(bare_request).read()),
+                       "httpx_client": lambda: load_npy(client.get(block_url).content)}
                 row: dict[str, Any] = {"bytes": expect.nbytes, **_latency(fns, n)}
             if case == "window_3x3_81":
                 def separate() -> None:
@@ -189,7 +150,7 @@ def run_store_bench(tables: Path, quick: bool = False, progress: Callable[[str],
     return out
 
 
-def format_store_bench(res: dict[str, Any]) -> str:
+def report(res: dict[str, Any]) -> str:
     lines = [f"latency over loopback ({res['requests_per_case']} requests each; ms)",
              f"{'case':16s} {'bytes':>9s} {'http p50':>9s} {'p99':>7s} {'local p50':>10s} {'bare p50':>9s} "
              f"{'9 reqs p50':>11s} {'httpx.Client p50':>17s}"]

@@ -11,17 +11,18 @@ in a separate untimed pass, since tracing slows allocation down).
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
-import sys
 import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from simclient.bench.store import serve
-from simclient.scenarios.bouncing_ball import bouncing_ball, locate
+from simclient.bench._server import serve_store
+from simclient.scenarios import ensure_table, locate, sample_spec
+from simclient.scenarios.bouncing_ball import BallParams, bouncing_ball
 
-__all__ = ["TABLE_6_3", "run_windows_bench", "format_windows_bench", "plot_windows_bench"]
+__all__ = ["TABLE_6_3", "run", "report", "plot", "run_sweep", "report_sweep"]
 
 #: Table 6.3: (ball window, ground window, CPU time s, ratio %)
 TABLE_6_3 = [((9, 9), (37, 37), 397.0, 100.00), ((3, 3), (37, 37), 390.0, 98.34), ((9, 9), (3, 23), 369.0, 93.02),
@@ -30,7 +31,7 @@ TABLE_6_3 = [((9, 9), (37, 37), 397.0, 100.00), ((3, 3), (37, 37), 390.0, 98.34)
 
 def _one(ball: str, ground: str, wb: tuple[int, int], wg: tuple[int, int], memory: bool) -> dict[str, Any]:
     t0, c0 = time.perf_counter(), time.process_time()
-    s = bouncing_ball(ball, ground, window_ball=wb, window_ground=wg, in_memory=memory)
+    s = bouncing_ball(ball, ground, BallParams(window_ball=wb, window_ground=wg), in_memory=memory)
     return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "summary": s}
 
 
@@ -50,13 +51,12 @@ def _measure(ball: str, ground: str, wb: tuple[int, int], wg: tuple[int, int], r
             "max_indentation_m": s["max_indentation_m"], "windows": s["windows"]}
 
 
-def run_windows_bench(tables: Path, quick: bool = False, progress: Any = None) -> dict[str, Any]:
+def run(tables: Path, quick: bool = False, progress: Any = None) -> dict[str, Any]:
     """Run Table 6.3 on the local source and over HTTP, plus the in-memory baseline."""
     repeats = 3 if quick else 7
     say = progress or (lambda s: None)
     runs: list[dict[str, Any]] = []
-    with serve([sys.executable, "-m", "surfacestore.cli", "serve", "--root", str(tables), "--log-level",
-                "warning"]) as url:
+    with serve_store(tables) as url:
         for source, loc in (("http", {"store": url}), ("local", {"tables": tables})):
             ball, ground = locate("ball", **loc), locate("ground", **loc)
             base = None
@@ -73,7 +73,7 @@ def run_windows_bench(tables: Path, quick: bool = False, progress: Any = None) -
     return {"repeats": repeats, "runs": runs}
 
 
-def format_windows_bench(res: dict[str, Any]) -> str:
+def report(res: dict[str, Any]) -> str:
     lines = [f"Table 6.3 replication: bouncing ball 0.4 s, ball 998001 points in 81 records, ground 110889 points "
              f"in 1369 records (medians of {res['repeats']})",
              f"{'source':7s} {'run':>3s} {'ball':>5s} {'ground':>6s} {'wall [s]':>9s} {'cpu [s]':>8s} {'ratio':>7s} "
@@ -93,7 +93,7 @@ def format_windows_bench(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plot_windows_bench(res: dict[str, Any], path: Path) -> Path:
+def plot(res: dict[str, Any], path: Path) -> Path:
     """Bar chart of the CPU-time ratios to run 1, ours (per source) next to the thesis'."""
     import matplotlib
 
@@ -124,49 +124,28 @@ SWEEP_WINDOWS = ((3, 3), (5, 5), (9, 9))
 
 def sweep_tables(tables: Path) -> dict[int, Path]:
     """Ground tables of the sample geometry with records of 3^2, 9^2, 37^2 and 111^2 points."""
-    import warnings
-
-    from preprocess.build import build_surface, is_current, load_spec
-
-    spec = next(s for s in load_spec(Path(__file__).resolve().parents[2] / "sample_surfaces" / "bouncing_ball.toml")
-                if s.name == "ground")
-    out = {}
-    for r in SWEEP_RECORDS:
-        if r == 9:
-            out[r] = tables / "ground.zarr"
-            continue
-        variant = type(spec)(**{**spec.__dict__, "name": f"ground_r{r}", "record": (r, r)})
-        if not is_current(variant, tables):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                build_surface(variant, tables, overwrite=True)
-        out[r] = tables / f"ground_r{r}.zarr"
-    return out
+    spec = sample_spec("bouncing_ball.toml", "ground")
+    return {r: tables / "ground.zarr" if r == 9 else
+            ensure_table(dataclasses.replace(spec, name=f"ground_r{r}", record=(r, r)), tables)
+            for r in SWEEP_RECORDS}
 
 
 def run_sweep(tables: Path, quick: bool = False, progress: Any = None) -> dict[str, Any]:
     """Record size x window extent x prefetch for a ball that crosses many ground records
     (vx = 0.4 m/s from x = -80 mm: 160 mm of travel in 0.4 s), over the HTTP store."""
-    import warnings
-
-    from simclient.scenarios.bouncing_ball import BallParams
-
     say = progress or (lambda s: None)
     grounds = sweep_tables(tables)
     params = BallParams(vx=0.4, x0=-0.08)
     rows = []
-    with serve([sys.executable, "-m", "surfacestore.cli", "serve", "--root", str(tables), "--log-level", "warning",
-                "--max-block-records", "100000"]) as url:
+    with serve_store(tables, "--max-block-records", "100000") as url:
         for r, path in grounds.items():
             for wg in SWEEP_WINDOWS[:2] if quick else SWEEP_WINDOWS:
                 for prefetch in (False, True):
                     say(f"records {r}x{r}, ground window {wg[0]}x{wg[1]}, prefetch {prefetch}")
                     walls = []
                     for _ in range(1 if quick else 3):
-                        with warnings.catch_warnings():
-                            warnings.simplefilter("ignore")
-                            s = bouncing_ball(locate("ball_333", store=url), locate(path.name[:-5], store=url),
-                                              params=params, window_ground=wg, prefetch=prefetch)
+                        s = bouncing_ball(locate("ball_333", store=url), locate(path.name[:-5], store=url),
+                                          dataclasses.replace(params, window_ground=wg, prefetch=prefetch))
                         walls.append(s["wall_s"])
                     g = s["windows"]["ground"]
                     rows.append({"record_points": r * r, "ground_window": g["extent"], "prefetch": prefetch,
@@ -176,7 +155,7 @@ def run_sweep(tables: Path, quick: bool = False, progress: Any = None) -> dict[s
     return {"rows": rows}
 
 
-def format_sweep(res: dict[str, Any]) -> str:
+def report_sweep(res: dict[str, Any]) -> str:
     lines = ["sweep: ball 0.4 m/s over the ground (HTTP store), medians",
              f"{'record':>7s} {'window':>7s} {'prefetch':>8s} {'wall [s]':>8s} {'updates':>7s} {'requests':>8s} "
              f"{'MB':>7s} {'wait [ms]':>9s} {'hidden':>6s} {'stalls':>6s}"]

@@ -1,1 +1,39 @@
-"""contact"""
+"""Contact: detection (geometry only) and the laws that turn it into forces, as Simbody splits them.
+
+- Point contact: :class:`ContactPair` solves the common-normal conditions between two storage
+  windows (compiled Newton) and returns a :class:`Contact` with a :class:`ContactStatus`.
+- Force laws: a :class:`ForceLaw` takes a contact and the relative velocity and returns a
+  :class:`ContactForce`; :func:`make_law` looks one up by name in :data:`LAWS`.
+- Elastic foundation: an :class:`ElementDetector` finds the elements of grids on a fixed table in
+  contact with a moving table (:class:`ElementContact`); :class:`FoundationContact` applies a layer
+  law (:class:`LinearLayer`, :class:`NonlinearLayer`) and returns a :class:`CompartmentResult` each.
+"""
+
+from simclient.contact._elements import ElementContact, ElementDetector, ElementGrid, element_grid
+from simclient.contact._foundation import (
+    CompartmentResult,
+    FoundationContact,
+    LayerLaw,
+    LinearLayer,
+    NonlinearLayer,
+    layer_result,
+)
+from simclient.contact._laws import (
+    DAMPING,
+    LAWS,
+    MATERIALS,
+    ContactForce,
+    DoubleLayer,
+    ForceLaw,
+    HertzianLaw,
+    Material,
+    hertz_stiffness,
+    make_law,
+)
+from simclient.contact._newton import ContactStatus, solve_contact
+from simclient.contact._point import Contact, ContactPair
+
+__all__ = ["ContactPair", "Contact", "ContactStatus", "ContactForce", "ForceLaw", "HertzianLaw", "DoubleLayer",
+           "make_law", "LAWS", "DAMPING", "hertz_stiffness", "Material", "MATERIALS", "ElementGrid", "element_grid",
+           "ElementContact", "ElementDetector", "FoundationContact", "CompartmentResult", "LayerLaw", "LinearLayer",
+           "NonlinearLayer", "layer_result", "solve_contact"]

@@ -1,7 +1,8 @@
-"""Normal contact force laws (thesis Table 5.4, eqs. 5.32-5.33), generalized stiffness and materials.
+"""Contact force laws: a :class:`Contact` and the relative velocity in, a :class:`ContactForce` out.
 
-Every law maps ``(indentation delta [m], indentation rate delta_dot [m/s], impact velocity
-delta_dot0 [m/s])`` to a normal force [N]::
+Detection (:class:`simclient.contact.ContactPair`) returns geometry only; a law never detects.
+The normal laws of the thesis (Table 5.4, eqs. 5.32-5.33) map ``(indentation delta [m],
+indentation rate delta_dot [m/s], impact velocity delta_dot0 [m/s])`` to a normal force [N]::
 
     F_N = K delta^n [1 + D(c_r) delta_dot / delta_dot0]
 
@@ -9,21 +10,28 @@ with ``K`` the generalized stiffness [N/m^n], ``n`` = 1.5 and ``delta_dot0`` the
 latched at the onset of the contact. Hertz has ``D = 0``. A dissipative law never pulls the bodies
 together: the force is clipped at zero during restitution.
 
-Laws are looked up by name in :data:`LAWS` (``hertz``, ``hunt-crossley``, ``herbert-mcwhannell``,
-``lee-wang``, ``lankarani-nikravesh``, ``gonthier``, ``zhiying-qishao``, ``flores``);
-:class:`DoubleLayer` is the two-layer Hertz law (5.33).
+Laws are looked up by name in :data:`LAWS` through :func:`make_law`: ``hertz``, ``hunt-crossley``,
+``herbert-mcwhannell``, ``lee-wang``, ``lankarani-nikravesh``, ``gonthier``, ``zhiying-qishao``,
+``flores`` (:class:`HertzianLaw`) and ``double-layer`` (:class:`DoubleLayer`, eq. 5.33).
 """
 
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["ForceLaw", "DoubleLayer", "LAWS", "DAMPING", "make_law", "hertz_stiffness", "Material",
-           "MATERIALS"]
+import numpy as np
 
-#: Damping factor D(c_r) of each dissipative law (Table 5.4).
+from simclient.contact._point import Contact
+from simclient.errors import ContactError, ParameterError
+
+__all__ = ["ContactForce", "ForceLaw", "HertzianLaw", "DoubleLayer", "LAWS", "DAMPING", "make_law", "hertz_stiffness",
+           "Material", "MATERIALS"]
+
+#: Damping factor D(c_r) of each law of Table 5.4.
 DAMPING: dict[str, Callable[[float], float]] = {
     "hertz": lambda cr: 0.0,
     "hunt-crossley": lambda cr: 3 * (1 - cr) / 2,
@@ -37,41 +45,95 @@ DAMPING: dict[str, Callable[[float], float]] = {
 
 
 @dataclass(frozen=True)
-class ForceLaw:
-    """``F = K delta^n [1 + D(c_r) delta_dot / delta_dot0]`` (N), clipped at zero.
+class ContactForce:
+    """What a contact does to its two bodies (global frame, SI).
 
-    ``name`` in :data:`DAMPING`; ``K`` in N/m^n; ``cr`` the coefficient of restitution.
+    ``force`` (N) acts on body i at ``point`` (m) and ``-force`` on body j at ``point_j`` (for a
+    point contact, each body's own contact point: the two lie on the common normal, so the pair
+    has no net moment); ``moment`` (N m) is a couple on body i (``-moment`` on j; zero for a
+    point contact); ``elastic_energy`` (J) is the energy the law stores at this indentation;
+    ``power`` (W) is ``force . (v_i - v_j)``, the rate of work of the contact force on the bodies'
+    relative motion: ``-d(elastic_energy)/dt`` for a conservative law, less than that by the
+    dissipated power for a dissipative one.
     """
+
+    force: np.ndarray
+    point: np.ndarray
+    point_j: np.ndarray
+    moment: np.ndarray
+    elastic_energy: float
+    power: float
+
+
+_ZERO = np.zeros(3)
+_ZERO.flags.writeable = False
+
+
+class ForceLaw(ABC):
+    """A normal contact force law. Subclasses give :meth:`normal_force` and :meth:`elastic_energy`;
+    :meth:`contact_force` turns a contact into a :class:`ContactForce` for every law."""
+
+    name: str
+
+    @abstractmethod
+    def normal_force(self, delta: float, delta_dot: float, delta_dot0: float) -> float:
+        """Normal force (N, >= 0) at indentation ``delta`` (m), rate ``delta_dot`` (m/s, positive
+        while approaching) and impact velocity ``delta_dot0`` (m/s); 0 when ``delta <= 0``."""
+
+    @abstractmethod
+    def elastic_energy(self, delta: float) -> float:
+        """Energy (J) stored by the elastic part at indentation ``delta`` (m); 0 when apart."""
+
+    def contact_force(self, contact: Contact, velocity: np.ndarray, impact_velocity: float) -> ContactForce:
+        """The force of ``contact`` for the relative velocity ``velocity = v_i(P_i) - v_j(P_j)``
+        (m/s, global) of the bodies' material points, ``impact_velocity`` (m/s) latched at its onset.
+        It pushes body i at ``P_i`` along the normal of surface j, and body j back at ``P_j``."""
+        delta = contact.indentation
+        if delta <= 0.0:
+            return ContactForce(np.zeros(3), contact.point_i, contact.point_j, _ZERO, 0.0, 0.0)
+        f = self.normal_force(delta, contact.indentation_rate(velocity), impact_velocity)
+        F = f * contact.normal
+        return ContactForce(F, contact.point_i, contact.point_j, _ZERO, self.elastic_energy(delta), float(F @ velocity))
+
+
+@dataclass(frozen=True)
+class HertzianLaw(ForceLaw):
+    """``F = K delta^n [1 + D(c_r) delta_dot / delta_dot0]`` (N), clipped at zero: the laws of
+    Table 5.4 by ``name`` (a key of :data:`DAMPING`); ``K`` in N/m^n; ``cr`` the coefficient of
+    restitution in (0, 1] (unused by Hertz)."""
 
     name: str
     K: float
     n: float = 1.5
     cr: float = 1.0
+    damping: float = field(init=False, repr=False)
 
-    @property
-    def damping(self) -> float:
-        return DAMPING[self.name](self.cr)
+    def __post_init__(self) -> None:
+        if self.name not in DAMPING:
+            raise ParameterError(f"unknown force law {self.name!r}; choose one of {', '.join(LAWS)}")
+        _check_stiffness(self.name, "K", self.K, self.n)
+        if self.name != "hertz" and not 0 < self.cr <= 1:
+            raise ParameterError(f"{self.name}: the coefficient of restitution must be in (0, 1], got {self.cr}")
+        object.__setattr__(self, "damping", DAMPING[self.name](self.cr))
 
-    def force(self, delta: float, delta_dot: float, delta_dot0: float) -> float:
+    def normal_force(self, delta: float, delta_dot: float, delta_dot0: float) -> float:
         if delta <= 0.0:
             return 0.0
         elastic = self.K * delta**self.n
-        D = self.damping
-        if D == 0.0:
+        if self.damping == 0.0:
             return elastic
         if delta_dot0 <= 0.0:
-            raise ValueError(f"{self.name}: the impact velocity must be positive, got {delta_dot0}")
-        return max(0.0, elastic * (1.0 + D * delta_dot / delta_dot0))
+            raise ContactError(f"{self.name}: the impact velocity must be positive, got {delta_dot0}")
+        return max(0.0, elastic * (1.0 + self.damping * delta_dot / delta_dot0))
 
     def elastic_energy(self, delta: float) -> float:
-        """Energy stored by the elastic part at indentation ``delta`` (J)."""
         return self.K * max(delta, 0.0) ** (self.n + 1) / (self.n + 1)
 
 
 @dataclass(frozen=True)
-class DoubleLayer:
-    """Two-layer Hertz law (5.33): ``K1 delta^n`` up to the first layer's thickness ``h1`` (m),
-    then ``K1 h1^n + K2 (delta - h1)^n``."""
+class DoubleLayer(ForceLaw):
+    """Two-layer Hertz law (thesis eq. 5.33): ``K1 delta^n`` up to the first layer's thickness
+    ``h1`` (m), then ``K1 h1^n + K2 (delta - h1)^n`` (``K1``, ``K2`` in N/m^n); elastic."""
 
     K1: float
     K2: float
@@ -79,7 +141,13 @@ class DoubleLayer:
     n: float = 1.5
     name: str = "double-layer"
 
-    def force(self, delta: float, delta_dot: float, delta_dot0: float) -> float:
+    def __post_init__(self) -> None:
+        _check_stiffness(self.name, "K1", self.K1, self.n)
+        _check_stiffness(self.name, "K2", self.K2, self.n)
+        if not (self.h1 > 0 and math.isfinite(self.h1)):
+            raise ParameterError(f"{self.name}: the first layer's thickness h1 must be positive (m), got {self.h1}")
+
+    def normal_force(self, delta: float, delta_dot: float, delta_dot0: float) -> float:
         if delta <= 0.0:
             return 0.0
         if delta <= self.h1:
@@ -95,18 +163,42 @@ class DoubleLayer:
         return e1 + self.K1 * self.h1**self.n * (delta - self.h1) + self.K2 * (delta - self.h1) ** (self.n + 1) / (self.n + 1)
 
 
-LAWS = tuple(DAMPING)
-
-
-def make_law(name: str, K: float, cr: float = 1.0, n: float = 1.5) -> ForceLaw:
-    """A law of :data:`LAWS` by name; ValueError listing the choices for an unknown one."""
-    if name not in DAMPING:
-        raise ValueError(f"unknown force law {name!r}; choose one of {', '.join(LAWS)}")
+def _check_stiffness(law: str, key: str, K: float, n: float) -> None:
     if not (K > 0 and math.isfinite(K)):
-        raise ValueError(f"stiffness K must be positive, got {K}")
-    if name != "hertz" and not 0 < cr <= 1:
-        raise ValueError(f"coefficient of restitution must be in (0, 1], got {cr}")
-    return ForceLaw(name, K, n, cr)
+        raise ParameterError(f"{law}: the stiffness {key} must be positive and finite (N/m^n), got {K}")
+    if not (n > 0 and math.isfinite(n)):
+        raise ParameterError(f"{law}: the exponent n must be positive, got {n}")
+
+
+def _hertzian(name: str) -> Callable[..., ForceLaw]:
+    def make(K: float, cr: float = 1.0, n: float = 1.5) -> ForceLaw:
+        return HertzianLaw(name, K, n, cr)
+    return make
+
+
+def _double_layer(K: float, cr: float = 1.0, n: float = 1.5, K2: float | None = None,
+                  h1: float | None = None) -> ForceLaw:
+    """``K`` is the first layer's stiffness K1; ``K2`` and ``h1`` are required."""
+    if K2 is None or h1 is None:
+        raise ParameterError("double-layer: the parameters K2 (N/m^n) and h1 (m) are required")
+    return DoubleLayer(K, K2, h1, n)
+
+
+#: every law by name: a factory ``(K, cr=, n=, **params) -> ForceLaw``
+LAWS: dict[str, Callable[..., ForceLaw]] = {**{name: _hertzian(name) for name in DAMPING},
+                                            "double-layer": _double_layer}
+
+
+def make_law(name: str, K: float, cr: float = 1.0, n: float = 1.5, **params: Any) -> ForceLaw:
+    """The law ``name`` of :data:`LAWS` with stiffness ``K`` (N/m^n), coefficient of restitution
+    ``cr`` and exponent ``n``; ``params`` are a law's own (``double-layer``: ``K2`` in N/m^n, ``h1``
+    in m). :class:`ParameterError` lists the laws for an unknown name, and names a bad value."""
+    if name not in LAWS:
+        raise ParameterError(f"unknown force law {name!r}; choose one of {', '.join(LAWS)}")
+    try:
+        return LAWS[name](K, cr=cr, n=n, **params)
+    except TypeError:
+        raise ParameterError(f"{name}: unknown parameter(s) {sorted(params)}") from None
 
 
 def hertz_stiffness(E_i: float, nu_i: float, E_j: float, nu_j: float, R_i: float,
@@ -126,10 +218,10 @@ def hertz_stiffness(E_i: float, nu_i: float, E_j: float, nu_j: float, R_i: float
         R = R_i * R_j / (R_i + R_j)
     elif kind == "concave":
         if R_j <= R_i:
-            raise ValueError(f"concave contact needs R_j > R_i, got R_i={R_i}, R_j={R_j}")
+            raise ParameterError(f"concave contact needs R_j > R_i, got R_i={R_i}, R_j={R_j}")
         R = R_i * R_j / (R_j - R_i)
     else:
-        raise ValueError(f"unknown kind {kind!r}: convex, concave or plane")
+        raise ParameterError(f"unknown kind {kind!r}: convex, concave or plane")
     return 4.0 / 3.0 * E_star * math.sqrt(R)
 
 

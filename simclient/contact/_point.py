@@ -3,13 +3,14 @@
 A :class:`ContactPair` finds, for the current poses, the points ``P_i`` on surface i and ``P_j`` on
 surface j where both normals are collinear with ``d = P_j - P_i`` (thesis 6.19-6.20), by a damped
 Newton solve warm-started from the previous solution, or from a coarse search over the windows'
-points when there is none. It returns a :class:`Contact` (no force: force laws live elsewhere).
+points when there is none. It returns a :class:`Contact`: geometry only; a force law
+(:mod:`simclient.contact._laws`) turns it into a force, as Simbody's trackers and generators split.
 
 Sign convention (the thesis' 2D and 3D conventions differ; this is the one used throughout):
 ``normal`` is the unit outward normal of surface j at ``P_j`` (global frame, pointing from j
 towards i), and ``indentation = (P_j - P_i) . normal``: positive when the surfaces overlap,
 negative (minus the gap) when they are apart. The indentation rate, positive while approaching,
-is ``(v_i(P_i) - v_j(P_j)) . (-normal)``.
+is ``-(v_i(P_i) - v_j(P_j)) . normal``.
 """
 
 from __future__ import annotations
@@ -17,25 +18,21 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
-from simclient.geometry import _kernels as kernels
-from simclient.errors import ContactError
-from simclient.geometry._window import StorageWindow
+from simclient.contact._newton import ContactStatus, solve_contact
+from simclient.errors import ContactError, ParameterError
+from simclient.geometry import StorageWindow
+from simclient.geometry import layout as L
 
-__all__ = ["Contact", "ContactPair", "indentation_rate"]
+__all__ = ["Contact", "ContactPair"]
 
-_STATUS = tuple(kernels.STATUS[k] for k in range(len(kernels.STATUS)))
-_LEFT_WINDOW = (kernels.LEFT_WINDOW_I, kernels.LEFT_WINDOW_J)
-
-
+_STATUSES = tuple(ContactStatus)  # a tuple lookup is ten times cheaper than ContactStatus(code)
 
 
 class Contact:
     """Result of a contact evaluation (global frame, SI units).
 
-    ``status`` is one of ``converged``, ``not converged``, ``singular Jacobian``,
-    ``left table i``, ``left table j``, ``left window i``, ``left window j`` (probes only),
-    ``normals point the same way`` (a surface whose outward
-    side is the wrong one); only a converged contact carries meaningful geometry.
+    ``status`` is a :class:`ContactStatus`; only a converged contact carries meaningful geometry
+    (``left window i/j`` is reported by probes, which leave the windows in place).
     ``params`` = ``(u_i, v_i, u_j, v_j)``; ``point_i``, ``point_j`` (m); ``normal`` (unit, outward
     of surface j); ``indentation`` (m, positive when overlapping); ``residual`` (|F|, m^2 per unit
     parameter); ``normal_i`` (unit outward normal of surface i at ``point_i``).
@@ -43,33 +40,50 @@ class Contact:
 
     __slots__ = ("status", "iterations", "params", "_d")
 
-    def __init__(self, status: str, iterations: int, params: np.ndarray, data: np.ndarray) -> None:
+    def __init__(self, status: ContactStatus, iterations: int, params: np.ndarray, data: np.ndarray) -> None:
         self.status, self.iterations, self.params, self._d = status, iterations, params, data
 
-    point_i = property(lambda self: self._d[0:3])
-    point_j = property(lambda self: self._d[3:6])
-    normal = property(lambda self: self._d[6:9])
-    normal_i = property(lambda self: self._d[11:14])
-    indentation = property(lambda self: float(self._d[9]))
-    residual = property(lambda self: float(self._d[10]))
+    @property
+    def point_i(self) -> np.ndarray:
+        return self._d[L.OUT_PI:L.OUT_PI + 3]
+
+    @property
+    def point_j(self) -> np.ndarray:
+        return self._d[L.OUT_PJ:L.OUT_PJ + 3]
+
+    @property
+    def normal(self) -> np.ndarray:
+        return self._d[L.OUT_N:L.OUT_N + 3]
+
+    @property
+    def normal_i(self) -> np.ndarray:
+        return self._d[L.OUT_NI:L.OUT_NI + 3]
+
+    @property
+    def indentation(self) -> float:
+        return float(self._d[L.OUT_DEPTH])
+
+    @property
+    def residual(self) -> float:
+        return float(self._d[L.OUT_RESIDUAL])
 
     @property
     def converged(self) -> bool:
-        return self.status == "converged"
+        return self.status == ContactStatus.CONVERGED
 
     @property
     def in_contact(self) -> bool:
         return self.converged and self.indentation > 0.0
 
+    def indentation_rate(self, velocity: np.ndarray) -> float:
+        """Rate of indentation (m/s, positive while approaching) for the relative velocity
+        ``v_i(P_i) - v_j(P_j)`` (m/s, global) of the bodies' material points at the contact."""
+        n = self._d[L.OUT_N:L.OUT_N + 3]
+        return -float(velocity[0] * n[0] + velocity[1] * n[1] + velocity[2] * n[2])
+
     def __repr__(self) -> str:
         return (f"Contact({self.status}, {self.iterations} it, indentation={self.indentation:.6e} m, "
                 f"point_i={self.point_i.tolist()}, normal={self.normal.tolist()})")
-
-
-def indentation_rate(contact: Contact, v_i: np.ndarray, v_j: np.ndarray) -> float:
-    """Rate of indentation (m/s, positive while approaching) from the velocities of the two
-    bodies' material points at the contact (global frame)."""
-    return float(np.dot(np.asarray(v_j) - np.asarray(v_i), contact.normal))
 
 
 class ContactPair:
@@ -82,17 +96,19 @@ class ContactPair:
     def __init__(self, window_i: StorageWindow, window_j: StorageWindow, *, max_iter: int = 30,
                  tol: float = 1e-9, max_step: float = 4.0, coarse_points: int = 64) -> None:
         if window_i.mode != window_j.mode:
-            raise ValueError("both windows must use the same interpolation")
+            raise ParameterError(f"contact {window_i.name} / {window_j.name}: both windows must use the same "
+                                 f"interpolation, not {window_i.interpolation} and {window_j.interpolation}")
         self.wi, self.wj = window_i, window_j
         self.max_iter, self.tol, self.max_step = max_iter, tol, max_step
         self.coarse_points = coarse_points
         self.x: np.ndarray | None = None  # last converged (u_i, v_i, u_j, v_j)
-        self.work = np.empty(160)
-        self.ints = np.zeros(19, dtype=np.int64)
-        self.ints[16:19] = (window_i.mode, max_iter, 1)
-        self.flts = np.zeros(20)
-        self.flts[0:5], self.flts[5:10] = window_i.fp, window_j.fp
-        self.flts[10:12] = (tol, max_step)
+        self.work = np.empty(L.PAIR_WORK_SIZE)
+        self.ints = np.zeros(L.PAIR_INTS_SIZE, dtype=np.int64)
+        self.ints[[L.PAIR_MODE, L.PAIR_MAX_ITER, L.PAIR_CHECK]] = (window_i.mode, max_iter, 1)
+        self.flts = np.zeros(L.PAIR_FLTS_SIZE)
+        self.flts[L.PAIR_FP_I:L.PAIR_FP_I + L.FP_SIZE] = window_i.fp
+        self.flts[L.PAIR_FP_J:L.PAIR_FP_J + L.FP_SIZE] = window_j.fp
+        self.flts[[L.PAIR_TOL, L.PAIR_MAX_STEP]] = (tol, max_step)
         self._versions = (-1, -1)
         self.evaluations = 0
         self.newton_iterations = 0
@@ -101,8 +117,10 @@ class ContactPair:
     def _sync(self) -> None:
         """Copy the windows' current placement into the kernel's parameters."""
         wi, wj = self.wi, self.wj
-        self.ints[0:8], self.ints[8:16] = wi.ip, wj.ip
-        self.flts[12:16], self.flts[16:20] = wi.quiet, wj.quiet
+        self.ints[L.PAIR_IP_I:L.PAIR_IP_I + L.IP_SIZE] = wi.ip
+        self.ints[L.PAIR_IP_J:L.PAIR_IP_J + L.IP_SIZE] = wj.ip
+        self.flts[L.PAIR_QUIET_I:L.PAIR_QUIET_I + 4] = wi.quiet
+        self.flts[L.PAIR_QUIET_J:L.PAIR_QUIET_J + 4] = wj.quiet
         self._versions = (wi.version, wj.version)
 
     def coarse_guess(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> np.ndarray:
@@ -129,26 +147,27 @@ class ContactPair:
         warm start is kept). With ``strict``, a failure raises :class:`ContactError`.
         """
         warm = self.x is not None
-        x = self.x.copy() if warm else self.coarse_guess(R_i, c_i, R_j, c_j)
+        x = self.x.copy() if self.x is not None else self.coarse_guess(R_i, c_i, R_j, c_j)
         self.evaluations += 1
         wi, wj = self.wi, self.wj
         if (wi.version, wj.version) != self._versions:
             self._sync()
         ints = self.ints
-        ints[18] = 1 if update_windows else 0
+        ints[L.PAIR_CHECK] = 1 if update_windows else 0
         it_total = 0
+        status = ContactStatus.NOT_CONVERGED
         for _ in range(8):
-            status, it = kernels.solve_contact(wi.buffer, wj.buffer, ints, self.flts, R_i, c_i, R_j, c_j, x,
-                                               self.work)
+            code, it = solve_contact(wi.buffer, wj.buffer, ints, self.flts, R_i, c_i, R_j, c_j, x, self.work)
+            status = _STATUSES[code]
             it_total += it
-            if status == kernels.NEEDS_UPDATE or (update_windows and status in _LEFT_WINDOW):
+            if status == ContactStatus.NEEDS_UPDATE or (update_windows and status.left_window):
                 # the thesis' rule for the guess (or the iterate that left a window), then solve
                 # again without the fast-path check (the rule may legitimately keep the window)
                 if wi.update(x[0], x[1]) | wj.update(x[2], x[3]):
                     self._sync()
-                ints[18] = 0
+                ints[L.PAIR_CHECK] = 0
                 continue
-            if status == kernels.NOT_CONVERGED and warm:
+            if status == ContactStatus.NOT_CONVERGED and warm:
                 # the warm start was too far (bodies moved a long way since): restart once from a
                 # coarse search over the windows' points
                 warm = False
@@ -156,11 +175,11 @@ class ContactPair:
                 continue
             break
         self.newton_iterations += it_total
-        contact = Contact(_STATUS[status], it_total, x.copy(), self.work[:16].copy())
-        if status == kernels.CONVERGED:
+        contact = Contact(status, it_total, x.copy(), self.work[:L.OUT_SIZE].copy())
+        if status == ContactStatus.CONVERGED:
             self.x = x
         elif strict:
-            raise ContactError(f"contact {self.wi.name} / {self.wj.name}: {contact.status} after {it_total} "
+            raise ContactError(f"contact {self.wi.name} / {self.wj.name}: {status} after {it_total} "
                                f"iterations at (u_i, v_i, u_j, v_j) = {x.tolist()}, |F| = {contact.residual:.3e}")
         return contact
 

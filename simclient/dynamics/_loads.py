@@ -1,5 +1,6 @@
 """Ligaments (tension-only point-to-point springs) and external loads, as loads of a
-:class:`simclient.dynamics.MultibodySystem` (callables ``load(t, system) -> [(body, P, f)]``).
+:class:`simclient.dynamics.MultibodySystem`: callables ``load(t, system) -> [(body, P, f)]``
+giving forces ``f`` (N, global) at global points ``P`` (m).
 
 Force laws (``force(length) -> N``):
 
@@ -18,11 +19,28 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
-__all__ = ["QuadraticLaw", "BlankevoortLaw", "Ligament", "pulse", "PointLoad"]
+from simclient.dynamics._bodies import Body, Poses
+from simclient.errors import ParameterError
+
+__all__ = ["Load", "LigamentLaw", "QuadraticLaw", "BlankevoortLaw", "Ligament", "pulse", "PointLoad"]
+
+
+class Load(Protocol):
+    """A load: ``load(t, system) -> [(body, P, f)]``, forces ``f`` (N) at points ``P`` (m), global."""
+
+    def __call__(self, t: float, system: Poses) -> list[tuple[Body, np.ndarray, np.ndarray]]: ...
+
+
+class LigamentLaw(Protocol):
+    """A ligament's force ``force(length) -> N`` (0 when slack) with slack length ``l0`` (m)."""
+
+    l0: float
+
+    def force(self, length: float) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -67,16 +85,16 @@ class Ligament:
     """
 
     name: str
-    body_a: Any
+    body_a: Body
     point_a: np.ndarray
-    body_b: Any
+    body_b: Body
     point_b: np.ndarray
-    law: Any
+    law: LigamentLaw
     damping: float = 0.0
     record: bool = False
     history: list[tuple[float, float, float, float]] = field(default_factory=list)
 
-    def state(self, system: Any) -> tuple[np.ndarray, np.ndarray, float, float, float]:
+    def state(self, system: Poses) -> tuple[np.ndarray, np.ndarray, float, float, float]:
         """Global insertion points, length (m), lengthening rate (m/s) and force (N)."""
         ra, Aa, _, _ = system.pose(self.body_a)
         rb, Ab, _, _ = system.pose(self.body_b)
@@ -90,7 +108,7 @@ class Ligament:
             f = max(0.0, f + self.damping * rate)
         return Pa, Pb, length, rate, f
 
-    def __call__(self, t: float, system: Any) -> list[tuple[Any, np.ndarray, np.ndarray]]:
+    def __call__(self, t: float, system: Poses) -> list[tuple[Body, np.ndarray, np.ndarray]]:
         Pa, Pb, length, _, f = self.state(system)
         if self.record:
             self.history.append((t, length, (length - self.law.l0) / self.law.l0, f))
@@ -102,7 +120,10 @@ class Ligament:
 
 def pulse(A: float, t_d: float) -> Callable[[float], float]:
     """The pulse ``F(t) = A exp(-4.73 (t/t_d)^2) sin(pi t/t_d)`` (N) for ``0 <= t <= t_d``, 0 after
-    (assumption: the thesis does not say whether it is switched off after t_d)."""
+    (assumption: the thesis does not say whether it is switched off after t_d). ``t_d`` in s."""
+    if not (t_d > 0 and math.isfinite(t_d)):
+        raise ParameterError(f"pulse: the duration t_d must be positive (s), got {t_d}")
+
     def f(t: float) -> float:
         return A * math.exp(-4.73 * (t / t_d) ** 2) * math.sin(math.pi * t / t_d) if 0.0 <= t <= t_d else 0.0
     return f
@@ -113,11 +134,11 @@ class PointLoad:
     """A force of magnitude ``magnitude(t)`` (N) at ``point`` (body frame, m) along the body-fixed
     ``direction`` (unit vector, body frame)."""
 
-    body: Any
+    body: Body
     point: np.ndarray
     direction: np.ndarray
     magnitude: Callable[[float], float]
 
-    def __call__(self, t: float, system: Any) -> list[tuple[Any, np.ndarray, np.ndarray]]:
+    def __call__(self, t: float, system: Poses) -> list[tuple[Body, np.ndarray, np.ndarray]]:
         r, A, _, _ = system.pose(self.body)
         return [(self.body, r + A @ self.point, self.magnitude(t) * (A @ self.direction))]

@@ -2,7 +2,7 @@
 
 State of each free body (13 values): position ``r`` (m, global), Euler parameters ``p``, velocity
 ``r'`` (m/s, global) and angular velocity ``w'`` (rad/s, body frame). Equations (thesis 6.1-6.8,
-errata fixed; see :mod:`simclient.geometry._poses`)::
+errata fixed; see :mod:`simclient.geometry`'s poses)::
 
     m r'' = f,     J' w'' = n' - w' x J' w',     p' = 1/2 L(p)^T w' - k (p.p - 1) p
 
@@ -14,77 +14,40 @@ Contacts run in two modes. Apart: a contact is only watched by an event function
 cheap bounding-volume distance while the bodies are far apart), so no force is computed. When the
 gap closes the integration stops at the onset (a terminal event, found by root finding), latches the
 indentation rate as the impact velocity ``delta_dot0`` of the dissipative laws, and continues in
-contact mode, where the right-hand side detects the contact and applies the law until the
-separation event. ``simulate`` is the one front door: ``method`` is a scipy ``solve_ivp`` method
-(``DOP853``, ``RK45``, ``BDF``, ``Radau``, ``LSODA``...) or ``"rk4"`` for fixed steps of ``h``
-(the thesis' fixed-step integration; events are then located to the step).
+contact mode, where the right-hand side detects the contact and applies the law's
+:class:`simclient.contact.ContactForce` until the separation event (:func:`simclient.dynamics.simulate`).
 """
 
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-import numba
 import numpy as np
-from scipy.integrate import solve_ivp
 
-from simclient.contact._point import Contact, ContactPair, indentation_rate
-from simclient.errors import ContactError, SimulationError
-from simclient.geometry._poses import normalize_euler, point_velocity, rotation_matrix, surface_pose
-from simclient.geometry._window import StorageWindow
+from simclient.contact import Contact, ContactForce, ContactPair, ForceLaw
+from simclient.dynamics._bodies import Body, Surface
+from simclient.dynamics._constraints import Constraint
+from simclient.dynamics._loads import Load
+from simclient.errors import ContactError, ParameterError, SimulationError
+from simclient.geometry import jit, point_velocity, rotation_into, rotation_matrix, surface_pose
 
-__all__ = ["Body", "Surface", "ContactModel", "MultibodySystem", "SimulationResult", "simulate",
-           "SphericalJoint", "RevoluteJoint", "Prescribed"]
+__all__ = ["ContactModel", "MultibodySystem", "DRIFT_GAIN"]
 
 DRIFT_GAIN = 10.0  # 1/s
 
 
 @dataclass
-class Body:
-    """A rigid body: ``mass`` (kg), ``inertia`` (kg m^2, body frame, about the centre of mass,
-    which is the body origin), initial ``position`` (m), ``euler`` parameters, ``velocity`` (m/s)
-    and ``omega`` (rad/s, body frame). A ``fixed`` body does not move."""
-
-    name: str
-    mass: float = 0.0
-    inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
-    position: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    euler: np.ndarray = field(default_factory=lambda: np.array([1.0, 0, 0, 0]))
-    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    omega: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    fixed: bool = False
-
-
-@dataclass
-class Surface:
-    """A table on a body: the window reading it and its constant placement in the body
-    (``offset`` s_Q in metres and ``rotation`` A_Q, eq. 6.17)."""
-
-    body: Body
-    window: StorageWindow
-    offset: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
-
-    def bound(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """Bounding box (lo, hi) of the table in its surface frame, if the header has one."""
-        bb = self.window.header.bbox
-        return None if bb is None else (np.array(bb[0]), np.array(bb[1]))
-
-
-@dataclass
 class ContactModel:
-    """A contact between surface ``i`` and surface ``j`` with a force law (``law.force(delta,
-    delta_dot, delta_dot0)`` in N). The force pushes body i along the normal of j and body j the
-    other way."""
+    """A contact between surface ``i`` and surface ``j`` with a force law (a
+    :class:`simclient.contact.ForceLaw`): the force pushes body i along the normal of j and body j
+    the other way."""
 
     name: str
     i: Surface
     j: Surface
-    law: Any
+    law: ForceLaw
     pair: ContactPair | None = None
     active: bool = False  # in contact mode
     impact_velocity: float = 0.0  # latched at onset, m/s
@@ -94,32 +57,6 @@ class ContactModel:
             self.pair = ContactPair(self.i.window, self.j.window)
 
 
-@dataclass
-class SimulationResult:
-    """Outcome of :func:`simulate` (``status`` 0 finished, -1 failed, with ``message``)."""
-
-    status: int
-    message: str
-    t: np.ndarray
-    y: np.ndarray
-    nfev: int
-    steps: int
-    events: list[dict[str, Any]]
-    segments: list[Any]
-    wall_s: float
-
-    @property
-    def success(self) -> bool:
-        return self.status == 0
-
-    def sol(self, t: float) -> np.ndarray:
-        """State at time ``t`` from the dense output of the segment holding it."""
-        for seg in self.segments:
-            if seg.t_min <= t <= seg.t_max:
-                return seg(t)
-        raise ValueError(f"t = {t} outside the simulated interval")
-
-
 class MultibodySystem:
     """Bodies, contacts, gravity (m/s^2, global) and external loads.
 
@@ -127,8 +64,8 @@ class MultibodySystem:
     """
 
     def __init__(self, bodies: Sequence[Body], contacts: Sequence[ContactModel] = (),
-                 gravity: Sequence[float] = (0.0, 0.0, -9.81), loads: Sequence[Callable] = (),
-                 constraints: Sequence[Any] = (), baumgarte: float = 200.0) -> None:
+                 gravity: Sequence[float] = (0.0, 0.0, -9.81), loads: Sequence[Load] = (),
+                 constraints: Sequence[Constraint] = (), baumgarte: float = 200.0) -> None:
         self.bodies = list(bodies)
         self.constraints = list(constraints)
         self.baumgarte = baumgarte  # 1/s: alpha = beta of the Baumgarte stabilization
@@ -140,7 +77,7 @@ class MultibodySystem:
         self.rhs_evaluations = 0
         for b in self.bodies:
             if not b.fixed and (b.mass <= 0 or np.linalg.eigvalsh(b.inertia).min() <= 0):
-                raise ValueError(f"body {b.name}: mass and inertia must be positive")
+                raise ParameterError(f"body {b.name}: mass (kg) and inertia (kg m^2) must be positive")
         nb = len(self.bodies)
         self._bidx = {id(b): k for k, b in enumerate(self.bodies)}
         # poses of every body at the last state set: r (m), A, r' (m/s), omega (rad/s, global)
@@ -149,7 +86,7 @@ class MultibodySystem:
         for k, b in enumerate(self.bodies):
             if b.fixed:
                 self._r[k] = b.position
-                self._A[k] = rotation_matrix(b.euler / np.linalg.norm(b.euler))
+                self._A[k] = rotation_matrix(b.euler)
         self._free_idx = np.array([self._bidx[id(b)] for b in self.free], dtype=np.int64)
         self._mass = np.array([b.mass for b in self.free])
         self._J = np.array([b.inertia for b in self.free]).reshape(-1, 3, 3)
@@ -211,15 +148,14 @@ class MultibodySystem:
         assert c.pair is not None
         return c.pair.detect(Ri, ci, Rj, cj, strict=True)
 
-    def indentation_rate(self, c: ContactModel, k: Contact) -> float:
-        return indentation_rate(k, self.velocity_at(c.i.body, k.point_i), self.velocity_at(c.j.body, k.point_j))
+    def relative_velocity(self, c: ContactModel, k: Contact) -> np.ndarray:
+        """``v_i(P_i) - v_j(P_j)`` (m/s, global): the bodies' material points at the contact."""
+        return self.velocity_at(c.i.body, k.point_i) - self.velocity_at(c.j.body, k.point_j)
 
-    def contact_force(self, c: ContactModel) -> tuple[Contact, float, float]:
-        """Detect and evaluate: (contact, indentation rate m/s, normal force N)."""
+    def contact_force(self, c: ContactModel) -> tuple[Contact, ContactForce]:
+        """Detect and apply the law: the contact and its force."""
         k = self.detect(c)
-        rate = self.indentation_rate(c, k)
-        f = c.law.force(k.indentation, rate, c.impact_velocity) if k.indentation > 0 else 0.0
-        return k, rate, f
+        return k, c.law.contact_force(k, self.relative_velocity(c, k), c.impact_velocity)
 
     def gap(self, c: ContactModel, margin: float = 1e-3) -> float:
         """Signed gap (m), minus the indentation, from a probe of the contact.
@@ -236,7 +172,7 @@ class MultibodySystem:
         Rj, cj = self.surface_pose(c.j)
         assert c.pair is not None
         k = c.pair.detect(Ri, ci, Rj, cj, update_windows=False)
-        if k.converged or k.status.startswith("left window"):
+        if k.converged or k.status.left_window:
             return -k.indentation
         bound = self.broad_gap(c)
         if bound is not None and bound > margin:
@@ -254,10 +190,12 @@ class MultibodySystem:
         for c in self.contacts:
             if not c.active:
                 continue
-            k, _, f = self.contact_force(c)
-            if f > 0.0:
-                _apply(self._bidx[id(c.i.body)], k.point_i, f * k.normal, self._r, F, N)
-                _apply(self._bidx[id(c.j.body)], k.point_j, -f * k.normal, self._r, F, N)
+            _, cf = self.contact_force(c)
+            _apply(self._bidx[id(c.i.body)], cf.point, cf.force, self._r, F, N)
+            _apply(self._bidx[id(c.j.body)], cf.point_j, -cf.force, self._r, F, N)
+            if cf.moment.any():
+                N[self._bidx[id(c.i.body)]] += cf.moment
+                N[self._bidx[id(c.j.body)]] -= cf.moment
         for load in self.loads:
             for body, P, f in load(t, self):
                 _apply(self._bidx[id(body)], np.asarray(P, float), np.asarray(f, float), self._r, F, N)
@@ -341,33 +279,15 @@ class MultibodySystem:
             v, w = y[k + 7:k + 10], y[k + 10:k + 13]
             e += 0.5 * b.mass * v @ v + 0.5 * w @ b.inertia @ w - b.mass * self.gravity @ y[k:k + 3]
         for c in self.contacts:
-            if hasattr(c.law, "elastic_energy"):
-                g = self.gap(c)
-                e += c.law.elastic_energy(-g)
+            e += c.law.elastic_energy(-self.gap(c))
         return e
 
 
-@numba.njit(cache=True)
-def _rotation(p: np.ndarray, A: np.ndarray) -> None:
-    """A(p) of eq. (6.3) with its factor 2, for p normalised on the fly."""
-    nn = math.sqrt(p[0] ** 2 + p[1] ** 2 + p[2] ** 2 + p[3] ** 2)
-    e0, e1, e2, e3 = p[0] / nn, p[1] / nn, p[2] / nn, p[3] / nn
-    A[0, 0] = 2 * (e0 * e0 + e1 * e1) - 1
-    A[0, 1] = 2 * (e1 * e2 - e0 * e3)
-    A[0, 2] = 2 * (e1 * e3 + e0 * e2)
-    A[1, 0] = 2 * (e1 * e2 + e0 * e3)
-    A[1, 1] = 2 * (e0 * e0 + e2 * e2) - 1
-    A[1, 2] = 2 * (e2 * e3 - e0 * e1)
-    A[2, 0] = 2 * (e1 * e3 - e0 * e2)
-    A[2, 1] = 2 * (e2 * e3 + e0 * e1)
-    A[2, 2] = 2 * (e0 * e0 + e3 * e3) - 1
-
-
-@numba.njit(cache=True)
+@jit
 def _poses(y, free_idx, r, A, v, w) -> None:
     for f in range(len(free_idx)):
         b, k = free_idx[f], 13 * f
-        _rotation(y[k + 3:k + 7], A[b])
+        rotation_into(y[k + 3:k + 7], A[b])
         for a in range(3):
             r[b, a] = y[k + a]
             v[b, a] = y[k + 7 + a]
@@ -375,7 +295,7 @@ def _poses(y, free_idx, r, A, v, w) -> None:
             w[b, a] = A[b, a, 0] * y[k + 10] + A[b, a, 1] * y[k + 11] + A[b, a, 2] * y[k + 12]
 
 
-@numba.njit(cache=True)
+@jit
 def _apply(b, P, f, r, F, N) -> None:
     d0, d1, d2 = P[0] - r[b, 0], P[1] - r[b, 1], P[2] - r[b, 2]
     F[b, 0] += f[0]
@@ -386,7 +306,7 @@ def _apply(b, P, f, r, F, N) -> None:
     N[b, 2] += d0 * f[1] - d1 * f[0]
 
 
-@numba.njit(cache=True)
+@jit
 def _rates(y, free_idx, mass, J, Jinv, g, A, F, N, dy) -> None:
     """Newton-Euler with Euler parameters for every free body (module docstring)."""
     for f in range(len(free_idx)):
@@ -414,195 +334,3 @@ def _rates(y, free_idx, mass, J, Jinv, g, A, F, N, dy) -> None:
         n[2] -= w0 * h1 - w1 * h0
         for a in range(3):
             dy[k + 10 + a] = Jinv[f, a, 0] * n[0] + Jinv[f, a, 1] * n[1] + Jinv[f, a, 2] * n[2]
-
-
-@dataclass
-class SphericalJoint:
-    """``point_a`` of ``body_a`` coincides with ``point_b`` of ``body_b`` (body frames, m)."""
-
-    body_a: Body
-    point_a: np.ndarray
-    body_b: Body
-    point_b: np.ndarray
-
-    def phi(self, t: float, system: MultibodySystem) -> np.ndarray:
-        ra, Aa, _, _ = system.pose(self.body_a)
-        rb, Ab, _, _ = system.pose(self.body_b)
-        return (rb + Ab @ self.point_b) - (ra + Aa @ self.point_a)
-
-
-@dataclass
-class RevoluteJoint(SphericalJoint):
-    """A spherical joint whose bodies also keep ``axis_a`` (body a) and ``axis_b`` (body b) aligned."""
-
-    axis_a: np.ndarray = field(default_factory=lambda: np.array([1.0, 0, 0]))
-    axis_b: np.ndarray = field(default_factory=lambda: np.array([1.0, 0, 0]))
-
-    def phi(self, t: float, system: MultibodySystem) -> np.ndarray:
-        _, Aa, _, _ = system.pose(self.body_a)
-        _, Ab, _, _ = system.pose(self.body_b)
-        ub = self.axis_b / np.linalg.norm(self.axis_b)
-        v1 = np.cross(ub, [1.0, 0, 0] if abs(ub[0]) < 0.9 else [0, 1.0, 0])
-        v1 /= np.linalg.norm(v1)
-        v2 = np.cross(ub, v1)
-        ua = Aa @ (self.axis_a / np.linalg.norm(self.axis_a))
-        return np.concatenate([super().phi(t, system), [ua @ (Ab @ v1), ua @ (Ab @ v2)]])
-
-
-@dataclass
-class Prescribed:
-    """A prescribed coordinate: ``coordinate(r, A) = value(t)`` for ``body`` (units of the
-    coordinate: m for positions, rad for angles). E.g. ``Prescribed(tibia, lambda r, A: r[2],
-    lambda t: 0.01 * sin(t))``."""
-
-    body: Body
-    coordinate: Callable[[np.ndarray, np.ndarray], float]
-    value: Callable[[float], float]
-
-    def phi(self, t: float, system: MultibodySystem) -> np.ndarray:
-        r, A, _, _ = system.pose(self.body)
-        return np.array([self.coordinate(r, A) - self.value(t)])
-
-
-def _normalize(system: MultibodySystem, y: np.ndarray) -> np.ndarray:
-    y = y.copy()
-    for b in system.free:
-        k = 13 * system.index[id(b)]
-        y[k + 3:k + 7] = normalize_euler(y[k + 3:k + 7])
-    return y
-
-
-def simulate(system: MultibodySystem, t_end: float, *, method: str = "DOP853", rtol: float = 1e-10,
-             atol: float = 1e-12, max_step: float = np.inf, h: float = 1e-5,
-             stop: Callable[[float, MultibodySystem], float] | None = None,
-             progress: Callable[[float], None] | None = None) -> SimulationResult:
-    """Integrate ``system`` from t = 0 to ``t_end`` (s).
-
-    ``method``: a ``scipy.integrate.solve_ivp`` method name, or ``"rk4"`` (fixed step ``h``).
-    Contact onsets and separations are events (see the module docstring); ``stop(t, system)``
-    ends the run where it crosses zero from below (e.g. a flexion angle reaching its target). Failures (integrator,
-    contact detection) end the run with ``status = -1`` and a message; the result then covers
-    what was integrated.
-    """
-    t0 = time.perf_counter()
-    y = _normalize(system, system.initial_state())
-    t = 0.0
-    events: list[dict[str, Any]] = []
-    segments: list[Any] = []
-    ts, ys = [np.array([0.0])], [y[:, None]]
-    nfev = steps = 0
-    status, message = 0, "finished"
-
-    def make_event(c: ContactModel) -> Callable[[float, np.ndarray], float]:
-        def ev(tt: float, yy: np.ndarray) -> float:
-            system.set_state(yy)
-            return system.gap(c)
-        ev.terminal = True  # type: ignore[attr-defined]
-        ev.direction = 1.0 if c.active else -1.0  # type: ignore[attr-defined]
-        return ev
-
-    def switch(c: ContactModel, tt: float, yy: np.ndarray) -> None:
-        system.set_state(yy)
-        if c.active:
-            c.active = False
-            k = system.detect(c)
-            events.append({"t": tt, "contact": c.name, "type": "separation",
-                           "separation_velocity": -system.indentation_rate(c, k)})
-        else:
-            k = system.detect(c)
-            c.impact_velocity = max(system.indentation_rate(c, k), 1e-12)
-            c.active = True
-            events.append({"t": tt, "contact": c.name, "type": "onset", "impact_velocity": c.impact_velocity})
-
-    try:
-        # contacts already closed at t = 0 start in contact mode
-        system.set_state(y)
-        for c in system.contacts:
-            if system.gap(c) < 0:
-                switch(c, 0.0, y)
-        stopped = False
-        while t < t_end - 1e-15 and not stopped:
-            evs = [make_event(c) for c in system.contacts]
-            if stop is not None:
-                def stop_ev(tt: float, yy: np.ndarray) -> float:
-                    system.set_state(yy)
-                    return stop(tt, system)
-                stop_ev.terminal = True  # type: ignore[attr-defined]
-                stop_ev.direction = 1.0  # type: ignore[attr-defined]
-                evs.append(stop_ev)
-            if method == "rk4":
-                seg_t, seg_y, fired, n = _rk4(system, t, y, t_end, h, evs)
-                nfev += 4 * n
-                steps += n
-                segments.append(_PiecewiseCubic(seg_t, seg_y, system))
-            else:
-                sol = solve_ivp(system.rhs, (t, t_end), y, method=method, rtol=rtol, atol=atol, max_step=max_step,
-                                events=evs, dense_output=True)
-                nfev += sol.nfev
-                steps += len(sol.t) - 1
-                if sol.status == -1:
-                    raise SimulationError(f"integrator failed at t = {sol.t[-1]:.6g} s: {sol.message}")
-                segments.append(sol.sol)
-                seg_t, seg_y = sol.t, sol.y
-                fired = [k for k, te in enumerate(sol.t_events) if len(te)] if sol.status == 1 else []
-            ts.append(seg_t[1:])
-            ys.append(seg_y[:, 1:])
-            t, y = float(seg_t[-1]), _normalize(system, seg_y[:, -1])
-            for k in fired:
-                if k == len(system.contacts):
-                    stopped = True
-                    events.append({"t": t, "type": "stop"})
-                else:
-                    switch(system.contacts[k], t, y)
-            if progress is not None:
-                progress(t)
-    except (SimulationError, ContactError) as exc:
-        status, message = -1, str(exc)
-    return SimulationResult(status=status, message=message, t=np.concatenate(ts), y=np.concatenate(ys, axis=1),
-                            nfev=nfev, steps=steps, events=events, segments=segments,
-                            wall_s=time.perf_counter() - t0)
-
-
-class _PiecewiseCubic:
-    """Dense output of a fixed-step segment: cubic Hermite between steps (uses the RHS)."""
-
-    def __init__(self, t: np.ndarray, y: np.ndarray, system: MultibodySystem) -> None:
-        from scipy.interpolate import CubicHermiteSpline
-
-        dy = np.column_stack([system.rhs(tt, y[:, k]) for k, tt in enumerate(t)])
-        self._s = CubicHermiteSpline(t, y, dy, axis=1) if len(t) > 1 else None
-        self.t_min, self.t_max = float(t[0]), float(t[-1])
-        self._y0 = y[:, 0]
-
-    def __call__(self, t: float) -> np.ndarray:
-        return self._y0 if self._s is None else self._s(t)
-
-
-def _rk4(system: MultibodySystem, t: float, y: np.ndarray, t_end: float, h: float,
-         evs: list[Callable]) -> tuple[np.ndarray, np.ndarray, list[int], int]:
-    """Classical RK4 with fixed step h until t_end or the first event sign change (located to the step)."""
-    f = system.rhs
-    ts, ys = [t], [y]
-    g0 = [ev(t, y) for ev in evs]
-    n = 0
-    while t < t_end - 1e-15:
-        hh = min(h, t_end - t)
-        k1 = f(t, y)
-        k2 = f(t + hh / 2, y + hh / 2 * k1)
-        k3 = f(t + hh / 2, y + hh / 2 * k2)
-        k4 = f(t + hh, y + hh * k3)
-        y = y + hh / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        t += hh
-        n += 1
-        ts.append(t)
-        ys.append(y)
-        fired = []
-        for k, ev in enumerate(evs):
-            g = ev(t, y)
-            d = ev.direction  # type: ignore[attr-defined]
-            if (g0[k] < 0 <= g and d > 0) or (g0[k] > 0 >= g and d < 0):
-                fired.append(k)
-            g0[k] = g
-        if fired:
-            return np.array(ts), np.column_stack(ys), fired, n
-    return np.array(ts), np.column_stack(ys), [], n

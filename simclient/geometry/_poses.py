@@ -19,21 +19,55 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
-__all__ = ["rotation_matrix", "euler_from_axis_angle", "euler_from_matrix", "G_matrix", "L_matrix",
-           "surface_pose", "point_velocity", "normalize_euler"]
+from simclient.geometry._interpolation import jit
+
+__all__ = ["rotation_matrix", "rotation_into", "euler_from_axis_angle", "euler_from_matrix", "G_matrix", "L_matrix",
+           "surface_pose", "point_velocity", "normalize_euler", "rx", "ry", "rz"]
+
+
+@jit
+def rotation_into(p: np.ndarray, A: np.ndarray) -> None:
+    """Write A(p) of eq. (6.3), with its factor 2, into ``A`` (3 x 3); ``p`` is normalised on the
+    fly, so integrators' slightly drifted parameters give a proper rotation (compiled: it runs in
+    every right-hand side)."""
+    nn = math.sqrt(p[0] ** 2 + p[1] ** 2 + p[2] ** 2 + p[3] ** 2)
+    e0, e1, e2, e3 = p[0] / nn, p[1] / nn, p[2] / nn, p[3] / nn
+    A[0, 0] = 2 * (e0 * e0 + e1 * e1) - 1
+    A[0, 1] = 2 * (e1 * e2 - e0 * e3)
+    A[0, 2] = 2 * (e1 * e3 + e0 * e2)
+    A[1, 0] = 2 * (e1 * e2 + e0 * e3)
+    A[1, 1] = 2 * (e0 * e0 + e2 * e2) - 1
+    A[1, 2] = 2 * (e2 * e3 - e0 * e1)
+    A[2, 0] = 2 * (e1 * e3 - e0 * e2)
+    A[2, 1] = 2 * (e2 * e3 + e0 * e1)
+    A[2, 2] = 2 * (e0 * e0 + e3 * e3) - 1
 
 
 def rotation_matrix(p: np.ndarray) -> np.ndarray:
-    """Rotation matrix A(p) (body to global) of unit Euler parameters ``p`` (eq. 6.3, factor 2)."""
-    e0, e1, e2, e3 = p
-    return 2.0 * np.array([
-        [e0 * e0 + e1 * e1 - 0.5, e1 * e2 - e0 * e3, e1 * e3 + e0 * e2],
-        [e1 * e2 + e0 * e3, e0 * e0 + e2 * e2 - 0.5, e2 * e3 - e0 * e1],
-        [e1 * e3 - e0 * e2, e2 * e3 + e0 * e1, e0 * e0 + e3 * e3 - 0.5],
-    ])
+    """Rotation matrix A(p) (body to global) of Euler parameters ``p`` (eq. 6.3, factor 2)."""
+    A = np.empty((3, 3))
+    rotation_into(np.asarray(p, dtype=float), A)
+    return A
+
+
+def rx(a: float) -> np.ndarray:
+    """Rotation by ``a`` (rad) about x (right-handed)."""
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+
+
+def ry(a: float) -> np.ndarray:
+    """Rotation by ``a`` (rad) about y (right-handed)."""
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+def rz(a: float) -> np.ndarray:
+    """Rotation by ``a`` (rad) about z (right-handed)."""
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
 def euler_from_axis_angle(axis: np.ndarray, angle: float) -> np.ndarray:
@@ -89,7 +123,7 @@ def surface_pose(r: np.ndarray, A: np.ndarray, s_Q: np.ndarray, A_Q: np.ndarray)
     return A @ A_Q, r + A @ s_Q
 
 
-@numba.njit(cache=True)
+@jit
 def point_velocity(r_dot: np.ndarray, omega: np.ndarray, r: np.ndarray, P: np.ndarray) -> np.ndarray:
     """Velocity (m/s, global) of the body's material point at global ``P``: ``r' + omega x (P - r)``
     (compiled: it runs in every contact evaluation)."""

@@ -12,7 +12,7 @@ section 6.3). ``update(u, v)`` applies the seven-step rule:
 7. proceed.
 
 A border record at the table's edge, where re-centring would give the same window, needs no update.
-Points live in a buffer addressed modulo its size (see :mod:`simclient.geometry._kernels`), so an update writes
+Points live in a buffer addressed modulo its size (see :mod:`simclient.geometry._interpolation`), so an update writes
 only the new strips and moves nothing.
 
 ``sample(u, v)`` interpolates position, unit normal and both tangents (surface frame, metres) with
@@ -29,14 +29,15 @@ from typing import Any
 
 import numpy as np
 
-from simclient.geometry import _kernels as kernels
 from simclient.errors import SourceError, WindowError
-from simclient.io._sources import Source
+from simclient.geometry import layout as L
+from simclient.geometry._interpolation import BILINEAR, HERMITE, INSIDE, evaluate, locate
+from simclient.io import Source
 from surfacestore.format import NFIELDS, Header, RecordBlock, window_block
 
 __all__ = ["StorageWindow", "SurfaceSample", "INTERPOLATIONS", "record_of"]
 
-INTERPOLATIONS = {"bilinear": kernels.BILINEAR, "hermite": kernels.HERMITE}
+INTERPOLATIONS = {"bilinear": BILINEAR, "hermite": HERMITE}
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,11 @@ class StorageWindow:
         self.interpolation = interpolation
         self.mode = INTERPOLATIONS[interpolation]
         self.buffer = np.full((wu * h.u_pts, wv * h.v_pts, NFIELDS), np.nan)
-        # kernel parameters (see simclient.geometry._kernels)
-        self.ip = np.array([self.buffer.shape[0], self.buffer.shape[1], 0, 0, 0, 0, h.u_npts, h.v_npts],
-                           dtype=np.int64)
-        self.fp = np.array([h.u0, h.du, h.v0, h.dv, float(h.normal_sign)])
+        # the compiled kernels' window parameters (simclient.geometry.layout)
+        self.ip = np.zeros(L.IP_SIZE, dtype=np.int64)
+        self.ip[[L.IP_BU, L.IP_BV, L.IP_U_NPTS, L.IP_V_NPTS]] = (*self.buffer.shape[:2], h.u_npts, h.v_npts)
+        self.fp = np.zeros(L.FP_SIZE)
+        self.fp[[L.FP_U0, L.FP_DU, L.FP_V0, L.FP_DV, L.FP_NORMAL_SIGN]] = (h.u0, h.du, h.v0, h.dv, h.normal_sign)
         self.block: RecordBlock | None = None
         self.version = 0  # incremented at every placement
         self.updates = 0  # re-centrings after the first load
@@ -207,7 +209,7 @@ class StorageWindow:
             self._prefetch_next(old, new)
         h = self.header
         i0, i1, j0, j1 = h.block_points(new)
-        self.ip[2:6] = (i0, i1, j0, j1)
+        self.ip[[L.IP_I_LO, L.IP_I_HI, L.IP_J_LO, L.IP_J_HI]] = (i0, i1, j0, j1)
         self.block = new
         self.version += 1
         # Parameter box of the records where update() has nothing to do: the window's non-border
@@ -254,20 +256,21 @@ class StorageWindow:
 
     def contains(self, u: float, v: float) -> bool:
         """True if (u, v) lies within the points the window holds."""
-        return kernels._inside(self.ip, self.fp, u, v) == 0
+        return locate(self.ip, self.fp, u, v) == INSIDE
 
     def sample(self, u: float, v: float) -> SurfaceSample:
         """Interpolate at (u, v), which must lie inside the window (call :meth:`update` first)."""
         if not self.contains(u, v):
             raise WindowError(f"{self.name}: (u, v) = ({u}, {v}) is outside the window {self.block}")
-        ev = np.empty(30)
-        kernels.evaluate(self.buffer, self.ip, self.fp, float(u), float(v), self.mode, ev)
-        return SurfaceSample(point=ev[0:3].copy(), normal=ev[27:30].copy(), tu=ev[9:12].copy(),
-                             tv=ev[12:15].copy(), su=ev[3:6].copy(), sv=ev[6:9].copy())
+        ev = np.empty(L.EV_SIZE)
+        evaluate(self.buffer, self.ip, self.fp, float(u), float(v), self.mode, ev)
+        return SurfaceSample(point=ev[L.EV_S:L.EV_S + 3].copy(), normal=ev[L.EV_N:L.EV_N + 3].copy(),
+                             tu=ev[L.EV_TU:L.EV_TU + 3].copy(), tv=ev[L.EV_TV:L.EV_TV + 3].copy(),
+                             su=ev[L.EV_SU:L.EV_SU + 3].copy(), sv=ev[L.EV_SV:L.EV_SV + 3].copy())
 
     def points(self) -> np.ndarray:
         """The window's points in grid order: array ``(i1-i0, j1-j0, 14)`` (a copy)."""
-        i0, i1, j0, j1 = (int(x) for x in self.ip[2:6])
+        i0, i1, j0, j1 = (int(x) for x in self.ip[[L.IP_I_LO, L.IP_I_HI, L.IP_J_LO, L.IP_J_HI]])
         Bu, Bv = self.buffer.shape[:2]
         return self.buffer[np.arange(i0, i1)[:, None] % Bu, np.arange(j0, j1)[None, :] % Bv]
 

@@ -18,9 +18,6 @@ All sources return identical data for the same table.
 
 from __future__ import annotations
 
-import functools
-import io
-import math
 import os
 import time
 from pathlib import Path
@@ -30,8 +27,9 @@ import httpx
 import numpy as np
 
 from simclient.errors import SourceError, SourceNotFound, SourceRequestError, SourceUnavailable, TableChanged
+from simclient.io._npy import load_npy
 from simclient.io._transport import KeepAliveTransport
-from surfacestore.errors import RecordCorrupt, SurfaceStoreError, TableNotFound
+from surfacestore.errors import RecordOutOfRange, SurfaceStoreError, TableNotFound, UnknownField
 from surfacestore.format import Header, RecordBlock, Table
 
 __all__ = ["Source", "LocalSource", "HttpSource", "MemorySource", "CountingSource", "open_surface", "read_field"]
@@ -39,10 +37,13 @@ __all__ = ["Source", "LocalSource", "HttpSource", "MemorySource", "CountingSourc
 
 @runtime_checkable
 class Source(Protocol):
-    """What a storage window needs from a table."""
+    """What a storage window needs from a table: its ``name``, its ``header``, whether reads cross
+    a network (``remote``, a capability flag rather than an isinstance check) and
+    :meth:`read_block`. Errors are :class:`simclient.errors.SourceError` subclasses only."""
 
     name: str
     header: Header
+    remote: bool
 
     def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int, array: str = "points") -> np.ndarray: ...
 
@@ -72,11 +73,12 @@ class LocalSource:
         self.header = self._table.header
 
     def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int, array: str = "points") -> np.ndarray:
+        # the table's errors are translated here: callers see only simclient's error tree
         try:
             return self._table.read_block(RecordBlock(ri0, ri1, rj0, rj1), array)
-        except IndexError as exc:
+        except (RecordOutOfRange, UnknownField) as exc:
             raise SourceRequestError(f"{self.name}: {exc}") from None
-        except RecordCorrupt as exc:
+        except (SurfaceStoreError, OSError) as exc:
             raise SourceError(f"{self.name}: records [{ri0}, {ri1}) x [{rj0}, {rj1}): {exc}") from exc
 
     def close(self) -> None:
@@ -87,31 +89,36 @@ class LocalSource:
 
 
 class MemorySource:
-    """A whole table held in memory (``points`` of shape ``(Nu, Nv, 14)``)."""
+    """A whole table held in memory: ``points`` of shape ``(Nu, Nv, 14)`` and ``fields``, the extra
+    per-point arrays ``(Nu, Nv)`` by name (the header's ``extras``)."""
 
     remote = False
 
-    def __init__(self, header: Header, points: np.ndarray, name: str = "memory") -> None:
+    def __init__(self, header: Header, points: np.ndarray, name: str = "memory",
+                 fields: dict[str, np.ndarray] | None = None) -> None:
         self.header = header
         self.points = points
         self.name = name
+        self.fields = dict(fields or {})
 
     @classmethod
     def load(cls, source: Source) -> MemorySource:
-        """Read every record of ``source`` into memory."""
+        """Read every record of ``source`` (points and extra fields) into memory."""
         h = source.header
-        return cls(h, source.read_block(0, h.n_rec_u, 0, h.n_rec_v), source.name)
+        return cls(h, source.read_block(0, h.n_rec_u, 0, h.n_rec_v), source.name,
+                   {a: source.read_block(0, h.n_rec_u, 0, h.n_rec_v, a) for a in h.extras})
 
     def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int, array: str = "points") -> np.ndarray:
-        if array != "points":
-            raise SourceRequestError(f"{self.name}: a memory source holds the points only, not {array!r}")
+        data = self.points if array == "points" else self.fields.get(array)
+        if data is None:
+            raise SourceRequestError(f"{self.name}: no per-point array {array!r} (extras: {list(self.fields)})")
         block = RecordBlock(ri0, ri1, rj0, rj1)
         try:
             self.header.check_block(block)
-        except IndexError as exc:
+        except RecordOutOfRange as exc:
             raise SourceRequestError(f"{self.name}: {exc}") from None
         i0, i1, j0, j1 = self.header.block_points(block)
-        return self.points[i0:i1, j0:j1]
+        return data[i0:i1, j0:j1]
 
 
 class HttpSource:
@@ -194,7 +201,7 @@ class HttpSource:
         if digest != self.header.digest:
             raise TableChanged(f"{self.name}: {what}: the table changed on the store "
                                f"(digest {digest}, expected {self.header.digest})")
-        return _load_npy(r.content)
+        return load_npy(r.content)
 
     def close(self) -> None:
         self._transport.close()
@@ -211,32 +218,6 @@ def _detail(r: httpx.Response) -> str:
         return r.text[:200]
 
 
-def _load_npy(body: bytes) -> np.ndarray:
-    """The float64 array of an NPY body, without a copy."""
-    # the header's length sits at bytes 8-9 (format 1.0) or 8-11 (2.0); parsed headers are cached
-    # because numpy's parser evaluates the header's dict literal (about 50 us per response)
-    wide = len(body) > 6 and body[6] >= 2
-    end = (12 + int.from_bytes(body[8:12], "little")) if wide else (10 + int.from_bytes(body[8:10], "little"))
-    shape = _npy_shape(bytes(body[:end]))
-    if len(body) - end != 8 * math.prod(shape):
-        raise SourceError(f"truncated NPY body: {len(body) - end} bytes of data for shape {shape}")
-    return np.frombuffer(body, dtype="<f8", offset=end).reshape(shape)
-
-
-@functools.lru_cache(maxsize=256)
-def _npy_shape(header: bytes) -> tuple[int, ...]:
-    f = io.BytesIO(header)
-    try:
-        major, _ = np.lib.format.read_magic(f)
-        read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
-        shape, fortran, dtype = read_header(f)
-    except ValueError as exc:
-        raise SourceError(f"malformed NPY body: {exc}") from None
-    if fortran or dtype != np.dtype("<f8"):
-        raise SourceError(f"unexpected NPY body: dtype {dtype}, fortran order {fortran}")
-    return shape
-
-
 class CountingSource:
     """Wraps a source and counts what passes through: ``requests``, ``records_fetched``,
     ``bytes_fetched`` (points' bytes) and ``wait_s`` (seconds spent inside ``read_block``)."""
@@ -245,6 +226,7 @@ class CountingSource:
         self.source = source
         self.name = source.name
         self.header = source.header
+        self.remote = source.remote
         self.requests = 0
         self.records_fetched = 0
         self.bytes_fetched = 0
@@ -262,7 +244,7 @@ class CountingSource:
         return data
 
 
-def open_surface(location: str | os.PathLike[str], **kwargs: Any) -> LocalSource | HttpSource:
+def open_surface(location: str | os.PathLike[str], **kwargs: Any) -> Source:
     """Open a table: an HTTP(S) URL of a table on a store, or a local table path."""
     loc = os.fspath(location)
     if loc.startswith(("http://", "https://")):

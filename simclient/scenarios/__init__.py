@@ -1,1 +1,32 @@
-"""scenarios"""
+"""Scenarios: ready-made models run by ``simclient run NAME``, registered by name in :data:`SCENARIOS`.
+
+Each scenario module declares a :class:`Scenario` subclass (its parameters, options, tables, run
+and report, see :mod:`simclient.scenarios._base`) and registers it; this package imports every
+scenario module listed in ``_MODULES``, so adding a scenario touches this folder only.
+:mod:`simclient.scenarios.validate` holds the closed-form validation cases and
+:mod:`simclient.scenarios.report` the histories and plots.
+"""
+
+import importlib as _importlib
+
+from simclient.scenarios._base import (
+    SCENARIOS,
+    Progress,
+    Scenario,
+    Summary,
+    Tables,
+    extent,
+    get_scenario,
+    locate,
+    param,
+    register,
+)
+from simclient.scenarios._tables import ensure_sample_tables, ensure_table, sample_spec
+
+#: the scenario modules (each registers its scenarios when imported)
+_MODULES = ("bouncing_ball", "knee3d", "artificial_knee")
+for _name in _MODULES:
+    _importlib.import_module(f"simclient.scenarios.{_name}")
+
+__all__ = ["SCENARIOS", "Scenario", "Summary", "Tables", "Progress", "param", "register", "get_scenario", "locate",
+           "extent", "ensure_sample_tables", "ensure_table", "sample_spec"]

@@ -14,7 +14,7 @@ left out; thickness from the table's ``thickness`` field (the distance to the ba
 
 Dynamics (reduced coordinates, like Bei & Fregly's API): flexion, internal-external rotation and
 anterior-posterior translation are prescribed; superior-inferior and medial-lateral translation
-and varus-valgus rotation are integrated with a stiff method (``solve_ivp`` BDF) as a quasi-static,
+and varus-valgus rotation are integrated with a stiff method (BDF through :func:`simclient.dynamics.integrate`) as a quasi-static,
 massless viscous model ``c si' = F_y``, ``c ml' = F_z``, ``c_r vv' = T_x`` with the contact force and
 the axial load's force ``F`` and torque ``T`` about the femoral origin: the coordinates relax to
 equilibrium with time constants ``c / k`` of tens of microseconds and lag the prescribed motion by a
@@ -48,14 +48,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.integrate import solve_ivp
 from scipy.interpolate import PchipInterpolator
 
-from simclient.errors import SimulationError
-from simclient.contact._foundation import FoundationContact, LinearLayer, NonlinearLayer, element_grid
-from simclient.io._sources import Source, open_surface, read_field
+from simclient.contact import FoundationContact, LinearLayer, NonlinearLayer, element_grid
+from simclient.dynamics import integrate
+from simclient.errors import ContactError, ParameterError, SimulationError
+from simclient.geometry import rx, ry, rz
+from simclient.io import Source, read_field
+from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent, param, register
 
-__all__ = ["ImplantKneeParams", "MATERIALS", "GAIT", "ImplantKnee", "artificial_knee"]
+__all__ = ["ImplantKneeParams", "MATERIALS", "GAIT", "ImplantKnee", "artificial_knee", "ArtificialKnee"]
 
 #: UHMWPE of Bei & Fregly: linear E = 463 MPa, nu = 0.46; nonlinear eps0 = 0.0597, p0 = 18.4 MPa, n = 3
 MATERIALS = {"linear": LinearLayer(463e6, 0.46), "nonlinear": NonlinearLayer(0.0597, 18.4e6, 3, 0.46)}
@@ -77,8 +79,9 @@ ATOL = [1e-7, 1e-7, 1e-5]
 class ImplantKneeParams:
     """Model parameters (SI). See the module docstring for the assumptions."""
 
-    material: str = "linear"
-    grid: tuple[int, int] = (30, 30)
+    material: str = param("linear", "UHMWPE model", choices=("linear", "nonlinear"))
+    analysis: str = param("both", "static settles, the gait-like cycle or both", choices=("static", "gait", "both"))
+    grid: tuple[int, int] = param((30, 30), "elements per compartment", parse=extent)
     body_weight: float = 700.0
     damping: float = 3e3
     damping_rot: float = 3.0
@@ -92,25 +95,16 @@ class ImplantKneeParams:
     rtol: float = 1e-5
     outputs: int = 101
 
-
-def _rx(a: float) -> np.ndarray:
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[1, 0, 0], [0, c, -s], [0, s, c]])
-
-
-def _ry(a: float) -> np.ndarray:
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
-
-
-def _rz(a: float) -> np.ndarray:
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+    def __post_init__(self) -> None:
+        if self.material not in MATERIALS:
+            raise ParameterError(f"artificial-knee: unknown material {self.material!r}; choose {', '.join(MATERIALS)}")
+        if self.analysis not in ("static", "gait", "both"):
+            raise ParameterError(f"artificial-knee: unknown analysis {self.analysis!r}; choose static, gait or both")
 
 
 def femoral_rotation(varus_valgus: float, internal_external: float, flexion: float) -> np.ndarray:
     """Body-3 1-2-3 rotation of the femoral frame in the insert frame (radians)."""
-    return _rx(varus_valgus) @ _ry(internal_external) @ _rz(-flexion)
+    return rx(varus_valgus) @ ry(internal_external) @ rz(-flexion)
 
 
 @dataclass
@@ -158,8 +152,6 @@ class ImplantKnee:
 
     def __post_init__(self) -> None:
         p = self.params
-        if p.material not in MATERIALS:
-            raise SimulationError(f"unknown material {p.material!r}; choose {', '.join(MATERIALS)}")
         h = self.insert.header
         dish = _level_centres(self.insert, (-0.015, 0.015))
         condyle = _level_centres(self.femoral, (-0.02, 0.03))
@@ -202,7 +194,7 @@ class ImplantKnee:
         return np.array([F[1], F[2], T[0]]), res
 
     # -- analyses -----------------------------------------------------------------------------------
-    def simulate(self, t_end: float, prescribed: Callable[[float], tuple[float, float, float, float]],
+    def integrate(self, t_end: float, prescribed: Callable[[float], tuple[float, float, float, float]],
                  y0: np.ndarray | None = None, t_eval: np.ndarray | None = None) -> Any:
         """Integrate the free coordinates (si, ml, vv) from ``y0`` (default: neutral) with
         ``prescribed(t) -> (flexion, ie, ap, load)``: ``c q' = Q(q, t)``, BDF."""
@@ -214,7 +206,7 @@ class ImplantKnee:
             return Q / c
 
         y0 = np.zeros(3) if y0 is None else y0
-        sol = solve_ivp(rhs, (0.0, t_end), y0, method="BDF", rtol=p.rtol, atol=ATOL, t_eval=t_eval)
+        sol = integrate(rhs, (0.0, t_end), y0, method="BDF", rtol=p.rtol, atol=ATOL, t_eval=t_eval)
         if sol.status != 0:
             raise SimulationError(f"artificial knee: the integrator failed at t = {sol.t[-1]:.4g} s: {sol.message}")
         return sol
@@ -250,7 +242,7 @@ class ImplantKnee:
         where the femur touches: the free coordinates at rest and the compartments' results."""
         fl = math.radians(flexion_deg)
         y0 = np.array([self.touching(fl), 0.0, 0.0])
-        sol = self.simulate(self.params.settle_s, lambda t: (fl, 0.0, 0.0, load), y0=y0)
+        sol = self.integrate(self.params.settle_s, lambda t: (fl, 0.0, 0.0, load), y0=y0)
         y = sol.y[:, -1]
         Q, res = self.generalized_forces(y, fl, 0.0, 0.0, load, full=True)
         return y, {"flexion_deg": flexion_deg, "load_N": load, "residual_force_N": float(np.abs(Q[:2]).max()),
@@ -271,7 +263,7 @@ class ImplantKnee:
         t_out = np.linspace(0.0, p.cycle_s, p.outputs)
         evals0 = self.contact.elements_evaluated
         t0 = time.perf_counter()
-        sol = self.simulate(p.cycle_s, prescribed, y0=y0, t_eval=t_out)
+        sol = self.integrate(p.cycle_s, prescribed, y0=y0, t_eval=t_out)
         wall = time.perf_counter() - t0
         casts = self.contact.elements_evaluated - evals0
         history: dict[str, Any] = {"t_s": t_out.tolist(), "load_N": [], "flexion_deg": [], "si_mm": (sol.y[0] * 1e3).tolist(),
@@ -307,43 +299,89 @@ class ImplantKnee:
                 "us_per_element_full_search": per_element}
 
 
-def artificial_knee(insert: str, femoral: str, params: ImplantKneeParams | None = None, analyses: str = "both",
-                    out: str | Path | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run the static settles and/or the gait-like cycle; return the summary (DESIGN's keys:
-    ``scenario``, ``compartments`` at the instant of maximum axial load, ``wall_s``). With ``out``,
+def artificial_knee(insert: Source, femoral: Source, params: ImplantKneeParams | None = None,
+                    out: str | Path | None = None, progress: Progress | None = None) -> Summary:
+    """Run the static settles and/or the gait-like cycle (``params.analysis``); return the summary
+    (DESIGN's keys: ``compartments`` at the instant of maximum axial load, ``wall_s``; ``status``
+    ``failed`` with a ``message`` when an integration or a contact evaluation failed). With ``out``,
     the pressure maps go to ``out/pressure.zarr`` and the plots to ``out/*.png``."""
     p = params or ImplantKneeParams()
     say = progress or (lambda s: None)
     t0 = time.perf_counter()
-    knee = ImplantKnee(open_surface(insert), open_surface(femoral), p)
-    summary: dict[str, Any] = {"scenario": "artificial-knee", "material": p.material, "element_grid": list(p.grid),
-                               "usable_elements": knee.contact.stats["elements"]}
-    if analyses in ("static", "both"):
-        rows = []
-        for fl in p.static_flexion_deg:
-            for load in p.static_loads_N:
-                say(f"static settle: flexion {fl:g} deg, {load:g} N")
-                _, r = knee.static(fl, load)
-                rows.append({**{k: v for k, v in r.items() if k != "results"},
-                             "compartments": {n: c.summary() for n, c in r["results"].items()}})
-        summary["static"] = rows
-    if analyses in ("gait", "both"):
-        say("gait-like cycle")
-        g = knee.gait()
-        summary["compartments"] = {n: c.summary() for n, c in g["at_max_load"].items()}
-        summary["t_max_load_s"] = g["t_max_load_s"]
-        summary["gait"] = {"wall_s": g["wall_s"], "rhs_evaluations": g["rhs_evaluations"],
-                           "max_force_imbalance": g["max_imbalance"],
-                           "max_force_imbalance_stance": g["max_imbalance_stance"],
-                           "element_casts": g["element_casts"], "us_per_element": g["us_per_element"],
-                           "us_per_element_full_search": g["us_per_element_full_search"]}
-        if out is not None:
-            from simclient.scenarios.report import save_artificial_knee
+    knee = ImplantKnee(insert, femoral, p)
+    values: dict[str, Any] = {"status": "ok", "material": p.material, "element_grid": list(p.grid),
+                              "usable_elements": knee.contact.stats["elements"]}
+    artifacts: dict[str, Any] = {"knee": knee}
+    try:
+        if p.analysis in ("static", "both"):
+            rows = []
+            for fl in p.static_flexion_deg:
+                for load in p.static_loads_N:
+                    say(f"static settle: flexion {fl:g} deg, {load:g} N")
+                    _, r = knee.static(fl, load)
+                    rows.append({**{k: v for k, v in r.items() if k != "results"},
+                                 "compartments": {n: c.summary() for n, c in r["results"].items()}})
+            values["static"] = rows
+        if p.analysis in ("gait", "both"):
+            say("gait-like cycle")
+            g = artifacts["gait"] = knee.gait()
+            values["compartments"] = {n: c.summary() for n, c in g["at_max_load"].items()}
+            values["t_max_load_s"] = g["t_max_load_s"]
+            values["gait"] = {"wall_s": g["wall_s"], "rhs_evaluations": g["rhs_evaluations"],
+                              "max_force_imbalance": g["max_imbalance"],
+                              "max_force_imbalance_stance": g["max_imbalance_stance"],
+                              "element_casts": g["element_casts"], "us_per_element": g["us_per_element"],
+                              "us_per_element_full_search": g["us_per_element_full_search"]}
+            if out is not None:
+                from simclient.scenarios.report import save_artificial_knee
 
-            summary["files"] = save_artificial_knee(Path(out), g, knee, p)
-    elif "static" in summary:
-        # without the cycle, report the heaviest static case
-        summary["compartments"] = max(summary["static"], key=lambda r: r["load_N"])["compartments"]
-    summary["contact_stats"] = knee.contact.stats
-    summary["wall_s"] = time.perf_counter() - t0
-    return summary
+                values["files"] = save_artificial_knee(Path(out), g, knee, p)
+        elif "static" in values:
+            # without the cycle, report the heaviest static case
+            values["compartments"] = max(values["static"], key=lambda r: r["load_N"])["compartments"]
+    except (SimulationError, ContactError) as exc:
+        values.update(status="failed", message=str(exc))
+    values["contact_stats"] = knee.contact.stats
+    values["wall_s"] = time.perf_counter() - t0
+    return Summary("artificial-knee", values, artifacts)
+
+
+@register
+class ArtificialKnee(Scenario):
+    name = "artificial-knee"
+    title = "Bei & Fregly 2004: the implant's elastic-foundation contact, static settles and a gait-like cycle"
+    Params = ImplantKneeParams
+    tables = {"insert": "tibial_insert", "femoral": "femoral_component"}
+
+    def run(self, params: ImplantKneeParams, tables: Tables, *, out: Path | None = None,
+            progress: Progress | None = None) -> Summary:
+        return artificial_knee(tables.open("insert", self.tables["insert"]),
+                               tables.open("femoral", self.tables["femoral"]), params, out=out, progress=progress)
+
+    def report(self, summary: Summary) -> str:
+        lines = [f"artificial-knee ({summary['material']} UHMWPE, {summary['element_grid'][0]} x "
+                 f"{summary['element_grid'][1]} elements per compartment, {summary['usable_elements']} usable): "
+                 f"{summary['wall_s']:.1f} s wall"]
+        if not summary.ok:
+            return "\n".join([*lines, f"  FAILED: {summary['message']}"])
+        for row in summary.get("static", []):
+            c = row["compartments"]
+            lines.append(f"  static {row['flexion_deg']:4.0f} deg {row['load_N']:6.0f} N: medial "
+                         f"{c['medial']['force_N']:7.1f} N, lateral {c['lateral']['force_N']:7.1f} N, SI "
+                         f"{row['si_mm']:+.3f} mm, ML {row['ml_mm']:+.3f} mm, VV {row['varus_valgus_deg']:+.3f} deg")
+        if "gait" in summary:
+            g = summary["gait"]
+            lines.append(f"  gait cycle: {g['wall_s']:.2f} s wall, {g['rhs_evaluations']} evaluations, "
+                         f"{g['element_casts']} ray casts ({g['us_per_element']:.1f} us each with everything, "
+                         f"{g['us_per_element_full_search']:.2f} us per element evaluation alone); force imbalance <= "
+                         f"{g['max_force_imbalance_stance']:.1%} of the load in stance, {g['max_force_imbalance']:.0%} "
+                         f"overall; maximum axial load at t = {summary['t_max_load_s']:.2f} s:")
+        lines.append(f"  {'':24s}{'medial':>12s}{'lateral':>12s}")
+        c = summary["compartments"]
+        for key, label, scale in (("force_N", "contact force [N]", 1), ("torque_Nm", "contact torque [N m]", 1),
+                                  ("peak_pressure_Pa", "peak pressure [MPa]", 1e-6),
+                                  ("mean_pressure_Pa", "average pressure [MPa]", 1e-6),
+                                  ("area_m2", "contact area [mm^2]", 1e6), ("active_elements", "active elements", 1)):
+            lines.append(f"  {label:24s}{c['medial'][key] * scale:12.4g}{c['lateral'][key] * scale:12.4g}")
+        lines.extend(f"  wrote {f}" for f in summary.get("files", []))
+        return "\n".join(lines)

@@ -7,10 +7,12 @@ from typing import Any
 
 import numpy as np
 
+from simclient.scenarios._base import Summary
+
 __all__ = ["save_bouncing_ball", "save_knee3d", "save_artificial_knee"]
 
 
-def save_bouncing_ball(summary: dict[str, Any], out: Path) -> list[Path]:
+def save_bouncing_ball(summary: Summary, out: Path) -> list[Path]:
     """Save the ball's trajectory, the indentation and force histories and plots to ``out``."""
     import matplotlib
 
@@ -18,8 +20,7 @@ def save_bouncing_ball(summary: dict[str, Any], out: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     out.mkdir(parents=True, exist_ok=True)
-    res, system = summary["_result"], summary["_system"]
-    contact = system.contacts[0]
+    res, system, contact = summary.artifacts["result"], summary.artifacts["system"], summary.artifacts["contact"]
     t = np.linspace(0.0, float(res.t[-1]), 4001)
     for on in (e for e in res.events if e["type"] == "onset"):  # resolve every impact finely
         t = np.concatenate([t, np.linspace(on["t"] - 1e-4, on["t"] + 4e-4, 301)])
@@ -30,7 +31,7 @@ def save_bouncing_ball(summary: dict[str, Any], out: Path) -> list[Path]:
     for k, yy in enumerate(y):
         system.set_state(yy)
         ind[k] = max(-system.gap(contact), 0.0)
-        force[k] = contact.law.force(ind[k], 0.0, 1.0) if ind[k] > 0 else 0.0
+        force[k] = contact.law.normal_force(ind[k], 0.0, 1.0)  # the elastic part
     files = [out / "bouncing_ball.npz", out / "bouncing_ball.csv", out / "bouncing_ball.png"]
     np.savez(files[0], t=t, position=y[:, 0:3], velocity=y[:, 7:10], indentation=ind, force_elastic=force)
     np.savetxt(files[1], np.column_stack([t, y[:, 0:3], y[:, 7:10], ind, force]), delimiter=",",
@@ -44,7 +45,7 @@ def save_bouncing_ball(summary: dict[str, Any], out: Path) -> list[Path]:
     ax[0, 1].legend()
     ax[1, 0].plot(t, force)
     ax[1, 0].set(xlabel="t [s]", ylabel="elastic normal force [N]", title="contact force")
-    moves = summary["_moves"]
+    moves = summary.artifacts["moves"]
     t0 = moves["ground"][0][0]
     for name in ("ground", "ball"):
         m = moves[name] + [(res.wall_s + t0, moves[name][-1][1])]
@@ -58,7 +59,7 @@ def save_bouncing_ball(summary: dict[str, Any], out: Path) -> list[Path]:
     return files
 
 
-def save_knee3d(summary: dict[str, Any], out: Path) -> list[Path]:
+def save_knee3d(summary: Summary, out: Path) -> list[Path]:
     """Save the knee's histories (NPZ, CSV) and plots against flexion to ``out``."""
     import matplotlib
 
@@ -66,7 +67,7 @@ def save_knee3d(summary: dict[str, Any], out: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     out.mkdir(parents=True, exist_ok=True)
-    h = summary["_history"]
+    h = summary.artifacts["history"]
     files = [out / "knee3d.npz", out / "knee3d.csv", out / "knee3d.png"]
     np.savez(files[0], **h)
     keys = list(h)

@@ -29,7 +29,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from simclient.scenarios.bouncing_ball import BallParams, bouncing_ball, hertz_drop, locate
+import numpy as np
+from scipy.integrate import quad
+
+from simclient.contact import FoundationContact, LayerLaw, LinearLayer, element_grid
+from simclient.errors import ParameterError
+from simclient.io import open_surface
+from simclient.scenarios._base import Summary, locate
+from simclient.scenarios.bouncing_ball import BallParams, bouncing_ball, hertz_drop
 
 __all__ = ["CASES", "run_cases"]
 
@@ -38,11 +45,11 @@ RESTITUTION = {"flores": (0.5, 0.05), "gonthier": (0.5, 0.05), "zhiying-qishao":
                "lankarani-nikravesh": (0.9, 0.02), "lee-wang": (0.95, 0.03)}
 
 
-def _ball(tables: Path, **kw: Any) -> dict[str, Any]:
-    return bouncing_ball(locate("ball_333", tables=tables), locate("ground", tables=tables), **kw)
+def _ball(tables: Path, params: BallParams = BallParams()) -> Summary:
+    return bouncing_ball(locate("ball_333", tables=tables), locate("ground", tables=tables), params)
 
 
-def _hertz(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+def _hertz(tables: Path, cache: dict[str, Any]) -> Summary:
     if "hertz" not in cache:
         cache["hertz"] = _ball(tables)
     return cache["hertz"]
@@ -74,21 +81,16 @@ def _restitution(law: str) -> Callable[[Path, dict[str, Any]], dict[str, Any]]:
     cr, tol = RESTITUTION[law]
 
     def case(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
-        s = _ball(tables, params=BallParams(law=law, cr=cr, t_end=0.06))
+        s = _ball(tables, BallParams(law=law, cr=cr, t_end=0.06))
         c_eff = s["separation_velocities_m_s"][0] / s["impact_velocities_m_s"][0]
         return _case(f"restitution-{law}", c_eff, cr, tol, False, "-")
     return case
 
 
-def press(tables: Path, indenter: str, layer: Any, depth: float, thickness: float, n: int = 80,
+def press(tables: Path, indenter: str, layer: LayerLaw, depth: float, thickness: float, n: int = 80,
           half_width: float = 0.004) -> float:
     """Normal force (N) of the ``indenter`` table pushed ``depth`` (m) into the ``ef_layer`` table
     carrying a layer of ``thickness`` (m), with ``n x n`` elements over +-``half_width`` (m)."""
-    import numpy as np
-
-    from simclient.contact._foundation import FoundationContact, element_grid
-    from simclient.io._sources import open_surface
-
     fixed, moving = open_surface(locate("ef_layer", tables=tables)), open_surface(locate(indenter, tables=tables))
     grid = element_grid(fixed, "layer", (-half_width, half_width), (-half_width, half_width), (n, n), thickness)
     lowest = moving.read_block(0, moving.header.n_rec_u, 0, moving.header.n_rec_v)[..., 4].min()
@@ -98,18 +100,12 @@ def press(tables: Path, indenter: str, layer: Any, depth: float, thickness: floa
 
 
 def _ef_sphere_linear(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
-    from simclient.contact._foundation import LinearLayer
-
     law, R, d, h = LinearLayer(10e6, 0.3), 0.02, 5e-5, 0.005
     return _case("ef-sphere-linear", press(tables, "ef_sphere", law, d, h), math.pi * law.aggregate_modulus * R * d**2 / h,
                  0.01, True, "N")
 
 
 def _ef_sphere_log(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
-    from scipy.integrate import quad
-
-    from simclient.contact._foundation import LinearLayer
-
     law, R, d, h = LinearLayer(10e6, 0.3, large_strain=True), 0.02, 5e-5, 1e-4
     expected = quad(lambda r: -law.aggregate_modulus * math.log(1 - (d - r * r / (2 * R)) / h) * 2 * math.pi * r,
                     0, math.sqrt(2 * R * d))[0]
@@ -117,8 +113,6 @@ def _ef_sphere_log(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
 
 
 def _ef_paraboloid(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
-    from simclient.contact._foundation import LinearLayer
-
     law, R1, R2, d, h = LinearLayer(10e6, 0.3), 0.02, 0.05, 5e-5, 0.005
     return _case("ef-paraboloid", press(tables, "ef_paraboloid", law, d, h, half_width=0.0025),
                  math.pi * law.aggregate_modulus * math.sqrt(R1 * R2) * d**2 / h, 0.01, True, "N")
@@ -132,10 +126,10 @@ CASES: dict[str, Callable[[Path, dict[str, Any]], dict[str, Any]]] = {
 
 
 def run_cases(tables: Path, names: list[str] | None = None) -> list[dict[str, Any]]:
-    """Run the named cases (all by default); ValueError listing the choices for an unknown one."""
+    """Run the named cases (all by default); :class:`ParameterError` listing the choices for an unknown one."""
     names = names or list(CASES)
     unknown = [n for n in names if n not in CASES]
     if unknown:
-        raise ValueError(f"unknown validation case(s) {unknown}; choose from {', '.join(CASES)}")
+        raise ParameterError(f"unknown validation case(s) {unknown}; choose from {', '.join(CASES)}")
     cache: dict[str, Any] = {}
     return [CASES[n](tables, cache) for n in names]

@@ -1,0 +1,25 @@
+"""The sample surface definitions (TOML), shipped with the project as package data so that an
+installed copy finds them: :func:`definitions` lists them, :func:`definition` gives one by file name.
+``real/`` holds definitions that fit data outside the project (not shipped as defaults)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["FOLDER", "definitions", "definition"]
+
+#: the folder holding the sample definitions
+FOLDER = Path(__file__).resolve().parent
+
+
+def definitions() -> list[Path]:
+    """The sample definition files (``*.toml`` of this folder, sorted)."""
+    return sorted(FOLDER.glob("*.toml"))
+
+
+def definition(file_name: str) -> Path:
+    """One sample definition file by name, e.g. ``bouncing_ball.toml``."""
+    path = FOLDER / file_name
+    if not path.is_file():
+        raise FileNotFoundError(f"no sample definition {file_name!r} in {FOLDER}")
+    return path

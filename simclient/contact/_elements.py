@@ -1,0 +1,373 @@
+"""Elastic-foundation elements on tabulated surfaces and their contact detection (Bei & Fregly 2004).
+
+The fixed body carries a grid of contact *elements* sampled from its table (centre, unit normal,
+area ``|tu x tv| du dv``, layer thickness); the moving body's table is read through storage windows.
+For each element a ray is fired from its centre along its normal to the moving surface (a compiled
+Newton solve for ``S(u, v) = O + t D``); the ray distance is corrected to the distance along the local
+midsurface normal (the bisector of the element normal and the moving surface's normal), Bei &
+Fregly's implicit midsurface: for a locally flat moving surface at angle ``alpha`` to the element,
+``d = d_ray cos(alpha) / cos(alpha / 2)``. The result, an :class:`ElementContact` per compartment,
+is geometry only: a layer law turns it into pressures (:mod:`simclient.contact._foundation`).
+
+Active set (Bei & Fregly): when the relative pose changed less than ``copy_tol`` the previous
+solution is copied; otherwise a breadth-first search evaluates the previously tracked elements and
+spreads outward (8-neighbourhood) until it meets a ring of untracked elements, which also follows
+contact areas that split. Two safeguards beyond the paper: the tracked set holds the elements
+within ``margin`` of the moving surface (not only the penetrating ones), and every ``full_every``
+solves a full search finds areas appearing away from the tracked ones; all elements are also
+evaluated when nothing was tracked, or when the search from the previous set finds nothing.
+``stats`` counts evaluations, copies, full searches and elements evaluated.
+
+Units: SI (m, N, N m). Frames: element data live in the fixed surface frame; poses are those of
+the surface frames, a table point ``s`` sitting at ``c + R s``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.interpolate import RegularGridInterpolator
+from scipy.spatial import cKDTree
+
+from simclient.errors import ContactError
+from simclient.geometry import INSIDE, OUTSIDE_WINDOW, StorageWindow, evaluate, jit, locate, record_of
+from simclient.geometry.layout import EV_N, EV_S, EV_SIZE, EV_SU, EV_SV, FP_DU, FP_DV
+from simclient.io import Source, read_field
+
+__all__ = ["ElementGrid", "element_grid", "ElementContact", "ElementDetector"]
+
+
+@dataclass
+class ElementGrid:
+    """Contact elements on a fixed table, in its surface frame: ``shape`` (nu, nv) elements in grid
+    order, their parameters ``uv`` (n, 2), ``centre`` (n, 3) m, unit ``normal`` (n, 3), ``area``
+    (n,) m^2, ``thickness`` (n,) m and ``usable`` (n,) (inside the data footprint)."""
+
+    name: str
+    shape: tuple[int, int]
+    uv: np.ndarray
+    centre: np.ndarray
+    normal: np.ndarray
+    area: np.ndarray
+    thickness: np.ndarray
+    usable: np.ndarray
+    neighbours: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        nu, nv = self.shape
+        idx = np.arange(nu * nv).reshape(nu, nv)
+        pad = np.pad(idx, 1, constant_values=-1)
+        self.neighbours = np.stack([pad[1 + a:1 + a + nu, 1 + b:1 + b + nv].ravel() for a in (-1, 0, 1)
+                                    for b in (-1, 0, 1) if (a, b) != (0, 0)], axis=1)
+
+    @property
+    def n(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+
+def element_grid(source: Source, name: str, u_range: tuple[float, float], v_range: tuple[float, float],
+                 shape: tuple[int, int], thickness: float | str | Callable[[np.ndarray, np.ndarray], np.ndarray]
+                 = "thickness", interpolation: str = "hermite") -> ElementGrid:
+    """Elements at the centres of a ``shape`` grid of cells over ``u_range x v_range`` of the table
+    (the table's parameter units). ``thickness``: metres, the name of the table's per-point field
+    (default ``thickness``), or ``f(centre, normal) -> h``. Elements where the table's
+    ``data_distance`` exceeds its fit's footprint radius are not usable."""
+    h = source.header
+    nu, nv = shape
+    du, dv = (u_range[1] - u_range[0]) / nu, (v_range[1] - v_range[0]) / nv
+    u = u_range[0] + du * (np.arange(nu) + 0.5)
+    v = v_range[0] + dv * (np.arange(nv) + 0.5)
+    ri0, rj0 = record_of(h, u[0], v[0])
+    ri1, rj1 = record_of(h, u[-1], v[-1])
+    extent = (min(ri1 - ri0 + 3, h.n_rec_u), min(rj1 - rj0 + 3, h.n_rec_v))
+    win = StorageWindow(source, extent=extent, interpolation=interpolation, centre=(u.mean(), v.mean()))
+    U, V = np.meshgrid(u, v, indexing="ij")
+    uv = np.column_stack([U.ravel(), V.ravel()])
+    centre, normal, area = np.empty((len(uv), 3)), np.empty((len(uv), 3)), np.empty(len(uv))
+    for k, (a, b) in enumerate(uv):
+        s = win.sample(a, b)
+        centre[k], normal[k] = s.point, s.normal
+        area[k] = np.linalg.norm(np.cross(s.su, s.sv)) * du * dv
+    usable = np.ones(len(uv), bool)
+    if "data_distance" in h.extras:
+        radius = (h.source.get("fit") or {}).get("footprint_radius_m")
+        if radius is not None:
+            usable = _field(source, "data_distance")(uv) <= radius
+    if isinstance(thickness, str):
+        hh = _field(source, thickness)(uv)
+    elif callable(thickness):
+        hh = np.asarray(thickness(centre, normal), float)
+    else:
+        hh = np.full(len(uv), float(thickness))
+    if not (np.isfinite(hh[usable]).all() and (hh[usable] > 0).all()):
+        raise ContactError(f"{source.name}: element thickness must be positive and finite "
+                           f"(min {np.nanmin(hh[usable]):.3g} m)")
+    return ElementGrid(name, (nu, nv), uv, centre, normal, area, hh, usable)
+
+
+def _field(source: Source, array: str) -> RegularGridInterpolator:
+    """Bilinear interpolation of a table's extra per-point field (read whole) at (u, v) rows."""
+    h = source.header
+    grid = (h.u0 + h.du * np.arange(h.u_npts), h.v0 + h.dv * np.arange(h.v_npts))
+    return RegularGridInterpolator(grid, read_field(source, array))
+
+@dataclass
+class ElementContact:
+    """The elements of one compartment in contact, for one pose (fixed surface frame): ``grid``,
+    the indices ``active`` of the penetrating elements, ``depth`` (n,) m the interpenetration along
+    the midsurface normal (0 where inactive), ``normal`` (len(active), 3) the unit midsurface normals
+    of the active elements (the direction the moving body is pushed) and ``thickness`` (len(active),)
+    m the layers' combined thickness there."""
+
+    grid: ElementGrid
+    active: np.ndarray
+    depth: np.ndarray
+    normal: np.ndarray
+    thickness: np.ndarray
+
+    @property
+    def mask(self) -> np.ndarray:
+        """(n,) bool: True for the active elements."""
+        m = np.zeros(self.grid.n, bool)
+        m[self.active] = True
+        return m
+
+
+HIT, LEFT_WINDOW, MISSED = 0, 1, 2
+NEAR = 2e-3  # m: a ray that leaves the window closer than this to the moving surface is cast again
+
+
+@jit
+def _ray_cast(buf, ip, fp, mode, O, D, uv, idx, out, max_iter, tol):
+    """For elements ``idx``: solve ``S(u, v) = O + t D`` (moving frame) from ``uv``; write
+    ``out[k] = (t, u, v, n_x, n_y, n_z, status)``."""
+    ev = np.empty(EV_SIZE)
+    for k in idx:
+        u, v = uv[k, 0], uv[k, 1]
+        status = MISSED
+        t = 0.0
+        for _ in range(max_iter):
+            where = locate(ip, fp, u, v)
+            if where != INSIDE:
+                status = LEFT_WINDOW if where == OUTSIDE_WINDOW else MISSED
+                break
+            evaluate(buf, ip, fp, u, v, mode, ev)
+            # F = S - O - t D; J = [S_u, S_v, -D]
+            f0 = ev[EV_S] - O[k, 0] - t * D[k, 0]
+            f1 = ev[EV_S + 1] - O[k, 1] - t * D[k, 1]
+            f2 = ev[EV_S + 2] - O[k, 2] - t * D[k, 2]
+            a0, a1, a2 = ev[EV_SU], ev[EV_SU + 1], ev[EV_SU + 2]
+            b0, b1, b2 = ev[EV_SV], ev[EV_SV + 1], ev[EV_SV + 2]
+            c0, c1, c2 = -D[k, 0], -D[k, 1], -D[k, 2]
+            det = a0 * (b1 * c2 - b2 * c1) - b0 * (a1 * c2 - a2 * c1) + c0 * (a1 * b2 - a2 * b1)
+            if det == 0.0 or det != det:
+                break
+            # Cramer's rule for J x = -F
+            x0 = -(f0 * (b1 * c2 - b2 * c1) - b0 * (f1 * c2 - f2 * c1) + c0 * (f1 * b2 - f2 * b1)) / det
+            x1 = -(a0 * (f1 * c2 - f2 * c1) - f0 * (a1 * c2 - a2 * c1) + c0 * (a1 * f2 - a2 * f1)) / det
+            x2 = -(a0 * (b1 * f2 - b2 * f1) - b0 * (a1 * f2 - a2 * f1) + f0 * (a1 * b2 - a2 * b1)) / det
+            # at most 4 grid cells per step
+            scale = max(abs(x0) / (4 * fp[FP_DU]), abs(x1) / (4 * fp[FP_DV]), 1.0)
+            u += x0 / scale
+            v += x1 / scale
+            t += x2 / scale
+            if scale == 1.0 and math.sqrt(f0 * f0 + f1 * f1 + f2 * f2) < tol:
+                if locate(ip, fp, u, v) == INSIDE:
+                    evaluate(buf, ip, fp, u, v, mode, ev)
+                    t = ((ev[EV_S] - O[k, 0]) * D[k, 0] + (ev[EV_S + 1] - O[k, 1]) * D[k, 1]
+                         + (ev[EV_S + 2] - O[k, 2]) * D[k, 2])
+                    status = HIT
+                break
+        out[k, 0] = t
+        out[k, 1] = u
+        out[k, 2] = v
+        if status == HIT:
+            out[k, 3], out[k, 4], out[k, 5] = ev[EV_N], ev[EV_N + 1], ev[EV_N + 2]
+        out[k, 6] = status
+
+
+class _Compartment:
+    """Per-compartment state: the moving window, warm starts and the last solution."""
+
+    def __init__(self, grid: ElementGrid, window: StorageWindow) -> None:
+        self.grid = grid
+        self.window = window
+        n = grid.n
+        self.uv = np.zeros((n, 2))
+        self.warm = np.zeros(n, bool)  # uv holds a hit from an earlier evaluation
+        self.out = np.zeros((n, 7))
+        self.near = np.zeros(n, bool)  # tracked set: penetrating or within the margin
+        self.since_full = 0
+        self.tree_version = -1
+        self.tree: cKDTree | None = None
+        self.tree_uv: np.ndarray | None = None
+        self.last: ElementContact | None = None
+
+
+class ElementDetector:
+    """Which elements of grids on a fixed table touch a moving table, and how deep (geometry only;
+    :class:`simclient.contact.FoundationContact` turns it into pressures and forces).
+
+    Parameters
+    ----------
+    grids : element grids (compartments), from :func:`element_grid`.
+    moving : the moving body's table (a source); one storage window of ``extent`` records per
+        compartment, first centred at ``guesses[name]`` (moving-table parameters) or the table centre.
+    copy_tol : pose change (m, and rad times 1 m) below which the previous solution is copied.
+    margin : the breadth-first search tracks and spreads through the elements within ``margin`` (m)
+        of the moving surface, not only the penetrating ones, so areas about to touch are found.
+    full_every : a full search every this many solves per compartment (0: never), which finds
+        contact areas appearing away from the tracked ones.
+    moving_thickness : a layer on the moving body too (two cartilage layers, Bei & Fregly's natural
+        knee): metres, or the name of the moving table's per-point field (read whole, interpolated
+        bilinearly at each ray's hit); the springs then have the combined thickness.
+    """
+
+    def __init__(self, grids: list[ElementGrid], moving: Source, *, extent: tuple[int, int] = (7, 7),
+                 interpolation: str = "hermite", guesses: dict[str, tuple[float, float]] | None = None,
+                 copy_tol: float = 1e-12, margin: float = 2e-4, full_every: int = 50, max_iter: int = 30,
+                 tol: float = 1e-10, moving_thickness: float | str | None = None) -> None:
+        guesses = guesses or {}
+        # a second layer on the moving body (two cartilage layers: h = h_fixed + h_moving)
+        self._moving_h: Callable[[np.ndarray], np.ndarray] | None = None
+        if isinstance(moving_thickness, str):
+            self._moving_h = _field(moving, moving_thickness)
+        elif moving_thickness is not None:
+            h_m = float(moving_thickness)
+            self._moving_h = lambda uv: np.full(len(uv), h_m)
+        self.compartments = {g.name: _Compartment(g, StorageWindow(moving, extent=extent, interpolation=interpolation,
+                                                                   centre=guesses.get(g.name)))
+                             for g in grids}
+        self.copy_tol, self.max_iter, self.tol = copy_tol, max_iter, tol
+        self.margin, self.full_every = margin, full_every
+        self._pose: np.ndarray | None = None
+        self.evaluations = self.copies = self.full_searches = self.searches = self.elements_evaluated = 0
+        self.misses = 0
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """``evaluations`` (pose evaluations), ``copies`` (solutions copied), ``full_searches`` and
+        ``searches`` (breadth-first, per compartment), ``elements_evaluated`` (ray casts),
+        ``elements`` (usable elements), ``window_updates``, ``misses`` (rays whose last estimate
+        penetrated but that stayed outside the window after re-centring: counted as out of contact;
+        should be 0, else the window is too small for the contact area)."""
+        return {"evaluations": self.evaluations, "copies": self.copies, "full_searches": self.full_searches,
+                "searches": self.searches, "elements_evaluated": self.elements_evaluated, "misses": self.misses,
+                "elements": int(sum(c.grid.usable.sum() for c in self.compartments.values())),
+                "window_updates": sum(c.window.updates for c in self.compartments.values())}
+
+    def detect(self, R_fixed: np.ndarray, c_fixed: np.ndarray, R_moving: np.ndarray, c_moving: np.ndarray,
+               full: bool = False) -> dict[str, ElementContact]:
+        """Elements in contact for the surface frames' poses (global): per compartment, in the fixed
+        surface frame. When the pose did not change the previous objects are returned (``copies``).
+        ``full`` forces a full search (for checks)."""
+        # relative pose of the moving surface frame in the fixed surface frame
+        R = R_fixed.T @ R_moving
+        c = R_fixed.T @ (c_moving - c_fixed)
+        pose = np.concatenate([R.ravel(), c])
+        if not np.isfinite(pose).all():
+            raise ContactError(f"elastic foundation: non-finite pose of the moving body (R = {R.tolist()}, "
+                               f"c = {c.tolist()})")
+        self.evaluations += 1
+        if (not full and self._pose is not None and np.abs(pose - self._pose).max() <= self.copy_tol
+                and all(k.last is not None for k in self.compartments.values())):
+            self.copies += 1
+            return {name: k.last for name, k in self.compartments.items()}  # type: ignore[misc]
+        self._pose = pose
+        return {name: self._solve(k, R, c, full) for name, k in self.compartments.items()}
+
+    # -- one compartment -------------------------------------------------------------------------
+    def _solve(self, k: _Compartment, R: np.ndarray, c: np.ndarray, full: bool) -> ElementContact:
+        g = k.grid
+        O = (g.centre - c) @ R  # element centres and normals in the moving frame
+        D = g.normal @ R
+        evaluated = np.zeros(g.n, bool)
+        near = np.zeros(g.n, bool)  # penetrating or within `margin` of the moving surface
+        k.since_full += 1
+        full = full or not k.near.any() or (self.full_every > 0 and k.since_full >= self.full_every)
+        if full:
+            self.full_searches += 1
+            k.since_full = 0
+            wave = np.flatnonzero(g.usable)
+        else:
+            self.searches += 1
+            wave = np.flatnonzero(k.near)
+        while len(wave):
+            self._cast(k, O, D, wave)
+            evaluated[wave] = True
+            hit = wave[k.out[wave, 6] == HIT]
+            hit_near = hit[k.out[hit, 0] < self.margin]
+            near[hit_near] = True
+            if full:
+                break  # everything usable was evaluated
+            nb_ = g.neighbours[hit_near].ravel()
+            nb_ = np.unique(nb_[nb_ >= 0])
+            wave = nb_[~evaluated[nb_] & g.usable[nb_]]
+            if not len(wave) and not near.any():
+                # the surfaces moved apart from every tracked element in one step: search everything
+                self.full_searches += 1
+                full = True
+                wave = np.flatnonzero(g.usable & ~evaluated)
+        k.near = near
+        active = near & evaluated & (k.out[:, 6] == HIT) & (k.out[:, 0] < 0)
+        k.last = self._contact(k, R, active)
+        return k.last
+
+    def _cast(self, k: _Compartment, O: np.ndarray, D: np.ndarray, idx: np.ndarray) -> None:
+        """Ray casts for elements ``idx``. If rays leave the window within ``NEAR`` of the moving
+        surface, the window is centred on the penetrating hits (or, with none, on those rays' exit
+        points) and they are cast again; rays leaving farther away are out of contact. Rays still
+        outside after that whose estimate penetrates are counted in ``misses`` (the window is
+        then smaller than the contact area)."""
+        w = k.window
+        self.elements_evaluated += len(idx)
+        for _ in range(3):
+            cold = idx[~k.warm[idx]]
+            if len(cold):
+                k.uv[cold] = self._coarse(k, O[cold])
+            _ray_cast(w.buffer, w.ip, w.fp, w.mode, O, D, k.uv, idx, k.out, self.max_iter, self.tol)
+            st = k.out[idx, 6]
+            k.warm[idx] = st == HIT
+            k.uv[idx[st == HIT]] = k.out[idx[st == HIT], 1:3]
+            left = idx[st == LEFT_WINDOW]
+            near = left[k.out[left, 0] < NEAR]  # left close to (or inside) the moving surface
+            if not len(near):
+                return
+            hits = idx[(st == HIT) & (k.out[idx, 0] < 0)]
+            ref = k.out[hits, 1:3] if len(hits) else k.out[near, 1:3]
+            u, v = np.clip(ref.mean(axis=0), [w.header.u0, w.header.v0], [w.header.u1, w.header.v1])
+            # a penetrating ray outside the window moves it; others only for a shift of 2 records
+            deep = (k.out[near, 0] < 0).any()
+            if not w.centre_on(float(u), float(v), min_shift=1 if deep else 2):
+                break
+            idx = near
+            k.warm[idx] = False
+        self.misses += int((k.out[near, 0] < 0).sum())
+
+    def _coarse(self, k: _Compartment, O: np.ndarray) -> np.ndarray:
+        """Start parameters: the window point nearest each ray origin."""
+        w = k.window
+        if k.tree_version != w.version:
+            pts = w.points()[:-1, :-1]  # the last row/column starts a cell outside the window
+            k.tree = cKDTree(pts[..., 2:5].reshape(-1, 3))
+            k.tree_uv = pts[..., 0:2].reshape(-1, 2)
+            k.tree_version = w.version
+        assert k.tree is not None and k.tree_uv is not None
+        return k.tree_uv[k.tree.query(O)[1]]
+
+    def _contact(self, k: _Compartment, R: np.ndarray, active: np.ndarray) -> ElementContact:
+        """Interpenetration along the midsurface normal of the active elements (Bei & Fregly)."""
+        g = k.grid
+        a = np.flatnonzero(active)
+        n_m = k.out[a, 3:6] @ R.T  # moving normals in the fixed frame
+        cos_a = np.clip(-(g.normal[a] * n_m).sum(1), -1.0, 1.0)
+        depth = np.zeros(g.n)
+        depth[a] = -k.out[a, 0] * cos_a / np.sqrt(0.5 * (1 + cos_a))  # cos(a/2) = sqrt((1 + cos a) / 2)
+        mid = g.normal[a] - n_m
+        mid /= np.maximum(np.linalg.norm(mid, axis=1, keepdims=True), 1e-300)
+        h = g.thickness[a] if self._moving_h is None else g.thickness[a] + self._moving_h(k.out[a, 1:3])
+        return ElementContact(g, a, depth, mid, h)

@@ -1,0 +1,227 @@
+"""One front door for every integrator: :func:`integrate` for any ODE, :func:`simulate` for a
+:class:`MultibodySystem` with contact events.
+
+:data:`METHODS` holds scipy's ``solve_ivp`` methods by name (``RK23``, ``RK45``, ``DOP853``,
+``Radau``, ``BDF``, ``LSODA``) and ``rk4``, the thesis' classical fixed-step Runge-Kutta written as
+a scipy ``OdeSolver`` (:class:`RK4`), so events are located the same way for every method: by root
+finding on the solver's dense output. A subclass of ``OdeSolver`` can be passed as ``method`` too.
+An unknown method is a :class:`simclient.errors.ParameterError` listing the methods; an integrator
+failure is a status of the result, never an exception.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, DenseOutput, OdeSolver, Radau, solve_ivp
+
+from simclient.dynamics._system import ContactModel, MultibodySystem
+from simclient.errors import ContactError, ParameterError, SimulationError
+from simclient.geometry import normalize_euler
+
+__all__ = ["METHODS", "RK4", "solver_class", "integrate", "simulate", "SimulationResult"]
+
+
+class RK4(OdeSolver):
+    """Classical fourth-order Runge-Kutta with a fixed step ``h`` (s), the last step shortened to
+    end at ``t_bound``. Dense output: the cubic Hermite interpolant of each step from its end values
+    and slopes (the slope at a step's end is the next step's first stage, so a step costs four
+    evaluations). ``rtol``, ``atol`` and ``max_step`` do not apply and are ignored."""
+
+    def __init__(self, fun: Callable, t0: float, y0: np.ndarray, t_bound: float, h: float = 1e-5,
+                 vectorized: bool = False, **extraneous: Any) -> None:
+        if not (h > 0 and np.isfinite(h)):
+            raise ParameterError(f"rk4: the step h must be positive (s), got {h}")
+        super().__init__(fun, t0, y0, t_bound, vectorized, support_complex=False)
+        self.h = float(h)
+        self.f = self.fun(self.t, self.y)
+        self.y_old: np.ndarray | None = None
+        self.f_old: np.ndarray | None = None
+
+    def _step_impl(self) -> tuple[bool, str | None]:
+        t, y, k1 = self.t, self.y, self.f
+        remaining = abs(self.t_bound - t)
+        h = (remaining if remaining <= self.h * (1 + 1e-12) else self.h) * self.direction
+        k2 = self.fun(t + h / 2, y + h / 2 * k1)
+        k3 = self.fun(t + h / 2, y + h / 2 * k2)
+        k4 = self.fun(t + h, y + h * k3)
+        y_new = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        t_new = self.t_bound if remaining <= self.h * (1 + 1e-12) else t + h
+        self.y_old, self.f_old = y, k1
+        self.t, self.y = t_new, y_new
+        self.f = self.fun(t_new, y_new)
+        return True, None
+
+    def _dense_output_impl(self) -> DenseOutput:
+        assert self.t_old is not None and self.y_old is not None and self.f_old is not None
+        return _CubicHermite(self.t_old, self.t, self.y_old, self.y, self.f_old, self.f)
+
+
+class _CubicHermite(DenseOutput):
+    """The cubic through ``(t_old, y_old)`` and ``(t, y)`` with slopes ``f_old`` and ``f``."""
+
+    def __init__(self, t_old: float, t: float, y_old: np.ndarray, y: np.ndarray, f_old: np.ndarray,
+                 f: np.ndarray) -> None:
+        super().__init__(t_old, t)
+        self.h = t - t_old
+        self.y0, self.y1, self.m0, self.m1 = y_old, y, self.h * f_old, self.h * f
+
+    def _call_impl(self, t: np.ndarray | float) -> np.ndarray:
+        s = (np.asarray(t, dtype=float) - self.t_old) / self.h
+        s2, s3 = s * s, s * s * s
+        w = (2 * s3 - 3 * s2 + 1, s3 - 2 * s2 + s, -2 * s3 + 3 * s2, s3 - s2)
+        parts = (self.y0, self.m0, self.y1, self.m1)
+        if np.ndim(s) == 0:
+            return sum(wk * p for wk, p in zip(w, parts))
+        return sum(np.outer(p, wk) for wk, p in zip(w, parts))
+
+
+#: integration methods by name
+METHODS: dict[str, type[OdeSolver]] = {"RK23": RK23, "RK45": RK45, "DOP853": DOP853, "Radau": Radau, "BDF": BDF,
+                                       "LSODA": LSODA, "rk4": RK4}
+
+
+def solver_class(method: str | type[OdeSolver]) -> type[OdeSolver]:
+    """The solver of ``method``: a name in :data:`METHODS` or an ``OdeSolver`` subclass."""
+    if isinstance(method, type) and issubclass(method, OdeSolver):
+        return method
+    if isinstance(method, str) and method in METHODS:
+        return METHODS[method]
+    raise ParameterError(f"unknown integration method {method!r}; choose one of {', '.join(METHODS)}")
+
+
+def integrate(fun: Callable[[float, np.ndarray], np.ndarray], t_span: tuple[float, float], y0: np.ndarray, *,
+              method: str | type[OdeSolver] = "DOP853", events: Sequence[Callable] = (),
+              t_eval: np.ndarray | None = None, dense_output: bool = False, **options: Any) -> Any:
+    """Integrate ``y' = fun(t, y)`` over ``t_span`` with ``method`` (see the module docstring);
+    ``options`` go to the solver (``rtol``, ``atol``, ``max_step``; ``h`` for ``rk4``). Returns
+    scipy's ``OdeResult``: ``status`` 0 (the end was reached), 1 (a terminal event) or -1 (the
+    solver failed, ``message`` says why), with ``t``, ``y``, ``t_events``, ``sol``, ``nfev``."""
+    return solve_ivp(fun, t_span, y0, method=solver_class(method), t_eval=t_eval, dense_output=dense_output,
+                     events=list(events) or None, **options)
+
+
+@dataclass
+class SimulationResult:
+    """Outcome of :func:`simulate` (``status`` 0 finished, -1 failed, with ``message``)."""
+
+    status: int
+    message: str
+    t: np.ndarray
+    y: np.ndarray
+    nfev: int
+    steps: int
+    events: list[dict[str, Any]]
+    segments: list[Any]
+    wall_s: float
+
+    @property
+    def success(self) -> bool:
+        return self.status == 0
+
+    def sol(self, t: float) -> np.ndarray:
+        """State at time ``t`` from the dense output of the segment holding it."""
+        for seg in self.segments:
+            if seg.t_min <= t <= seg.t_max:
+                return seg(t)
+        raise ParameterError(f"t = {t} s is outside the simulated interval [0, {self.t[-1]}]")
+
+
+def _normalize(system: MultibodySystem, y: np.ndarray) -> np.ndarray:
+    y = y.copy()
+    for b in system.free:
+        k = 13 * system.index[id(b)]
+        y[k + 3:k + 7] = normalize_euler(y[k + 3:k + 7])
+    return y
+
+
+def simulate(system: MultibodySystem, t_end: float, *, method: str | type[OdeSolver] = "DOP853",
+             rtol: float = 1e-10, atol: float = 1e-12, max_step: float = np.inf, h: float | None = None,
+             stop: Callable[[float, MultibodySystem], float] | None = None,
+             progress: Callable[[float], None] | None = None) -> SimulationResult:
+    """Integrate ``system`` from t = 0 to ``t_end`` (s).
+
+    ``method``: a name in :data:`METHODS` (``rk4`` steps by ``h``, default 1e-5 s) or an
+    ``OdeSolver`` subclass. Contact onsets and separations are terminal events (see
+    :mod:`simclient.dynamics._system`); ``stop(t, system)`` ends the run where it crosses zero from
+    below (e.g. a flexion angle reaching its target). Failures (integrator, contact detection) end
+    the run with ``status = -1`` and a message; the result then covers what was integrated.
+    """
+    if not (t_end > 0 and np.isfinite(t_end)):
+        raise ParameterError(f"the end time must be positive and finite (s), got {t_end}")
+    solver = solver_class(method)
+    options: dict[str, Any] = {"rtol": rtol, "atol": atol, "max_step": max_step}
+    if h is not None:
+        options["h"] = h
+    t0 = time.perf_counter()
+    y = _normalize(system, system.initial_state())
+    t = 0.0
+    events: list[dict[str, Any]] = []
+    segments: list[Any] = []
+    ts, ys = [np.array([0.0])], [y[:, None]]
+    nfev = steps = 0
+    status, message = 0, "finished"
+
+    def make_event(c: ContactModel) -> Callable[[float, np.ndarray], float]:
+        def ev(tt: float, yy: np.ndarray) -> float:
+            system.set_state(yy)
+            return system.gap(c)
+        ev.terminal = True  # type: ignore[attr-defined]
+        ev.direction = 1.0 if c.active else -1.0  # type: ignore[attr-defined]
+        return ev
+
+    def switch(c: ContactModel, tt: float, yy: np.ndarray) -> None:
+        system.set_state(yy)
+        k = system.detect(c)
+        rate = k.indentation_rate(system.relative_velocity(c, k))
+        if c.active:
+            c.active = False
+            events.append({"t": tt, "contact": c.name, "type": "separation", "separation_velocity": -rate})
+        else:
+            c.impact_velocity = max(rate, 1e-12)
+            c.active = True
+            events.append({"t": tt, "contact": c.name, "type": "onset", "impact_velocity": c.impact_velocity})
+
+    def stop_event(tt: float, yy: np.ndarray) -> float:
+        system.set_state(yy)
+        assert stop is not None
+        return stop(tt, system)
+    stop_event.terminal = True  # type: ignore[attr-defined]
+    stop_event.direction = 1.0  # type: ignore[attr-defined]
+
+    try:
+        # contacts already closed at t = 0 start in contact mode
+        system.set_state(y)
+        for c in system.contacts:
+            if system.gap(c) < 0:
+                switch(c, 0.0, y)
+        stopped = False
+        while t < t_end - 1e-15 and not stopped:
+            evs = [make_event(c) for c in system.contacts] + ([stop_event] if stop is not None else [])
+            sol = integrate(system.rhs, (t, t_end), y, method=solver, events=evs, dense_output=True, **options)
+            nfev += sol.nfev
+            steps += len(sol.t) - 1
+            if sol.status == -1:
+                raise SimulationError(f"integrator failed at t = {sol.t[-1]:.6g} s: {sol.message}")
+            segments.append(sol.sol)
+            ts.append(sol.t[1:])
+            ys.append(sol.y[:, 1:])
+            t, y = float(sol.t[-1]), _normalize(system, sol.y[:, -1])
+            fired = [k for k, te in enumerate(sol.t_events) if len(te)] if sol.status == 1 else []
+            for k in fired:
+                if k == len(system.contacts):
+                    stopped = True
+                    events.append({"t": t, "type": "stop"})
+                else:
+                    switch(system.contacts[k], t, y)
+            if progress is not None:
+                progress(t)
+    except (SimulationError, ContactError) as exc:
+        status, message = -1, str(exc)
+    return SimulationResult(status=status, message=message, t=np.concatenate(ts), y=np.concatenate(ys, axis=1),
+                            nfev=nfev, steps=steps, events=events, segments=segments,
+                            wall_s=time.perf_counter() - t0)

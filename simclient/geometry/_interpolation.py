@@ -1,0 +1,209 @@
+"""Compiled (numba) interpolation inside a storage window.
+
+Window layout: a window of ``wu x wv`` records keeps its points in a buffer ``buf`` of shape
+``(Bu, Bv, 14)`` with ``Bu = wu*u_pts``, ``Bv = wv*v_pts``, addressed modulo its size: grid point
+``(i, j)`` lives at ``buf[i % Bu, j % Bv]``. Re-centring a window then only writes the new
+strips; nothing already held moves. The window's parameters ``ip``, ``fp`` and the evaluation
+output ``ev`` are laid out as :mod:`simclient.geometry.layout` says.
+
+Interpolation modes: ``BILINEAR`` (the thesis, eq. 6.22: position, normal and both tangents
+interpolated bilinearly from the four corner points; the normal renormalised) and ``HERMITE``
+(bicubic Hermite patch from the corner positions and the stored partials ``tu``, ``tv``, with
+the twist at each node estimated by central differences of the stored tangents; tangents and
+normal are the exact derivatives of the interpolated position, and the interpolant is C1).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+from simclient.geometry.layout import (
+    EV_N,
+    EV_S,
+    EV_SU,
+    EV_SV,
+    EV_TU,
+    EV_TUU,
+    EV_TUV,
+    EV_TV,
+    EV_TVU,
+    EV_TVV,
+    FP_DU,
+    FP_DV,
+    FP_NORMAL_SIGN,
+    FP_U0,
+    FP_V0,
+    IP_BU,
+    IP_BV,
+    IP_I_HI,
+    IP_I_LO,
+    IP_J_HI,
+    IP_J_LO,
+    IP_U_NPTS,
+    IP_V_NPTS,
+)
+
+__all__ = ["BILINEAR", "HERMITE", "INSIDE", "OUTSIDE_WINDOW", "OUTSIDE_TABLE", "evaluate", "locate", "jit"]
+
+BILINEAR = 0
+HERMITE = 1
+
+#: how every kernel of the project is compiled: cached on disk, IEEE semantics, numpy's error model
+jit = nb.njit(cache=True, fastmath=False, error_model="numpy")
+
+#: where a parameter point lies (:func:`locate`)
+INSIDE, OUTSIDE_WINDOW, OUTSIDE_TABLE = 0, 1, 2
+
+
+@jit
+def _cell(x: float, lo: int, hi: int) -> int:
+    """Cell index (its lower grid point) for grid coordinate x, kept inside [lo, hi - 2]."""
+    i = int(math.floor(x))
+    if i < lo:
+        i = lo
+    if i > hi - 2:
+        i = hi - 2
+    return i
+
+
+@jit
+def _twist3(buf: np.ndarray, ip: np.ndarray, i: int, j: int, du: float, dv: float) -> tuple[float, float, float]:
+    """Twist s_uv * du * dv at grid node (i, j): the mean of d(tu)/dv and d(tv)/du by central
+    differences (one-sided at the window's edges)."""
+    Bu, Bv = ip[IP_BU], ip[IP_BV]
+    jm, jp = max(j - 1, ip[IP_J_LO]), min(j + 1, ip[IP_J_HI] - 1)
+    im, ip_ = max(i - 1, ip[IP_I_LO]), min(i + 1, ip[IP_I_HI] - 1)
+    ii, jj = i % Bu, j % Bv
+    jmb, jpb, imb, ipb = jm % Bv, jp % Bv, im % Bu, ip_ % Bu
+    fu = 0.5 * du / (jp - jm)  # d(tu)/dv per grid step, times du dv / 2
+    fv = 0.5 * dv / (ip_ - im)
+    return ((buf[ii, jpb, 8] - buf[ii, jmb, 8]) * fu + (buf[ipb, jj, 11] - buf[imb, jj, 11]) * fv,
+            (buf[ii, jpb, 9] - buf[ii, jmb, 9]) * fu + (buf[ipb, jj, 12] - buf[imb, jj, 12]) * fv,
+            (buf[ii, jpb, 10] - buf[ii, jmb, 10]) * fu + (buf[ipb, jj, 13] - buf[imb, jj, 13]) * fv)
+
+
+@jit
+def _corner(P, U, V, W, fa, ga, dfa, dga, ddfa, ddga, fb, gb, dfb, dgb, ddfb, ddgb):
+    """One corner's contribution to a Hermite patch and its first and second derivatives."""
+    return (fa * fb * P + ga * fb * U + fa * gb * V + ga * gb * W,
+            dfa * fb * P + dga * fb * U + dfa * gb * V + dga * gb * W,
+            fa * dfb * P + ga * dfb * U + fa * dgb * V + ga * dgb * W,
+            ddfa * fb * P + ddga * fb * U + ddfa * gb * V + ddga * gb * W,
+            dfa * dfb * P + dga * dfb * U + dfa * dgb * V + dga * dgb * W,
+            fa * ddfb * P + ga * ddfb * U + fa * ddgb * V + ga * ddgb * W)
+
+
+@jit
+def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float, mode: int,
+             ev: np.ndarray) -> None:
+    """Interpolate the window at (u, v) into ``ev`` (see the module docstring)."""
+    Bu, Bv = ip[IP_BU], ip[IP_BV]
+    du, dv = fp[FP_DU], fp[FP_DV]
+    x = (u - fp[FP_U0]) / du
+    y = (v - fp[FP_V0]) / dv
+    i = _cell(x, ip[IP_I_LO], ip[IP_I_HI])
+    j = _cell(y, ip[IP_J_LO], ip[IP_J_HI])
+    a = x - i
+    b = y - j
+    i0, i1 = i % Bu, (i + 1) % Bu
+    j0, j1 = j % Bv, (j + 1) % Bv
+    if mode == BILINEAR:
+        w00 = (1 - a) * (1 - b)
+        w10 = a * (1 - b)
+        w01 = (1 - a) * b
+        w11 = a * b
+        for k in range(3):
+            p00, p10, p01, p11 = buf[i0, j0, 2 + k], buf[i1, j0, 2 + k], buf[i0, j1, 2 + k], buf[i1, j1, 2 + k]
+            ev[EV_S + k] = w00 * p00 + w10 * p10 + w01 * p01 + w11 * p11
+            ev[EV_SU + k] = ((1 - b) * (p10 - p00) + b * (p11 - p01)) / du
+            ev[EV_SV + k] = ((1 - a) * (p01 - p00) + a * (p11 - p10)) / dv
+            for f, o in ((8, EV_TU), (11, EV_TV), (5, EV_N)):  # table fields tu, tv, n
+                q00, q10, q01, q11 = buf[i0, j0, f + k], buf[i1, j0, f + k], buf[i0, j1, f + k], buf[i1, j1, f + k]
+                ev[o + k] = w00 * q00 + w10 * q10 + w01 * q01 + w11 * q11
+                if o == EV_TU:
+                    ev[EV_TUU + k] = ((1 - b) * (q10 - q00) + b * (q11 - q01)) / du
+                    ev[EV_TUV + k] = ((1 - a) * (q01 - q00) + a * (q11 - q10)) / dv
+                elif o == EV_TV:
+                    ev[EV_TVU + k] = ((1 - b) * (q10 - q00) + b * (q11 - q01)) / du
+                    ev[EV_TVV + k] = ((1 - a) * (q01 - q00) + a * (q11 - q10)) / dv
+        nn = math.sqrt(ev[EV_N] ** 2 + ev[EV_N + 1] ** 2 + ev[EV_N + 2] ** 2)
+        for k in range(3):
+            ev[EV_N + k] /= nn
+        return
+    # Bicubic Hermite. Basis on [0, 1]: value h0 (corner 0), h1 (corner 1); slope g0, g1.
+    a2, b2 = a * a, b * b
+    ha0, ha1 = 2 * a2 * a - 3 * a2 + 1, -2 * a2 * a + 3 * a2
+    ga0, ga1 = a2 * a - 2 * a2 + a, a2 * a - a2
+    dha0, dha1 = 6 * a2 - 6 * a, -6 * a2 + 6 * a
+    dga0, dga1 = 3 * a2 - 4 * a + 1, 3 * a2 - 2 * a
+    ddha0, ddha1 = 12 * a - 6, -12 * a + 6
+    ddga0, ddga1 = 6 * a - 4, 6 * a - 2
+    hb0, hb1 = 2 * b2 * b - 3 * b2 + 1, -2 * b2 * b + 3 * b2
+    gb0, gb1 = b2 * b - 2 * b2 + b, b2 * b - b2
+    dhb0, dhb1 = 6 * b2 - 6 * b, -6 * b2 + 6 * b
+    dgb0, dgb1 = 3 * b2 - 4 * b + 1, 3 * b2 - 2 * b
+    ddhb0, ddhb1 = 12 * b - 6, -12 * b + 6
+    ddgb0, ddgb1 = 6 * b - 4, 6 * b - 2
+    # twists at the four corner nodes (all three components), shared with the neighbouring cells
+    t00x, t00y, t00z = _twist3(buf, ip, i, j, du, dv)
+    t10x, t10y, t10z = _twist3(buf, ip, i + 1, j, du, dv)
+    t01x, t01y, t01z = _twist3(buf, ip, i, j + 1, du, dv)
+    t11x, t11y, t11z = _twist3(buf, ip, i + 1, j + 1, du, dv)
+    for k in range(3):
+        if k == 0:
+            W00, W10, W01, W11 = t00x, t10x, t01x, t11x
+        elif k == 1:
+            W00, W10, W01, W11 = t00y, t10y, t01y, t11y
+        else:
+            W00, W10, W01, W11 = t00z, t10z, t01z, t11z
+        # S(a, b) = sum over corners of [h(a) h(b) P + g(a) h(b) U + h(a) g(b) V + g(a) g(b) W],
+        # slopes U, V and twists W per unit of a and b
+        a00 = _corner(buf[i0, j0, 2 + k], buf[i0, j0, 8 + k] * du, buf[i0, j0, 11 + k] * dv, W00,
+                      ha0, ga0, dha0, dga0, ddha0, ddga0, hb0, gb0, dhb0, dgb0, ddhb0, ddgb0)
+        a10 = _corner(buf[i1, j0, 2 + k], buf[i1, j0, 8 + k] * du, buf[i1, j0, 11 + k] * dv, W10,
+                      ha1, ga1, dha1, dga1, ddha1, ddga1, hb0, gb0, dhb0, dgb0, ddhb0, ddgb0)
+        a01 = _corner(buf[i0, j1, 2 + k], buf[i0, j1, 8 + k] * du, buf[i0, j1, 11 + k] * dv, W01,
+                      ha0, ga0, dha0, dga0, ddha0, ddga0, hb1, gb1, dhb1, dgb1, ddhb1, ddgb1)
+        a11 = _corner(buf[i1, j1, 2 + k], buf[i1, j1, 8 + k] * du, buf[i1, j1, 11 + k] * dv, W11,
+                      ha1, ga1, dha1, dga1, ddha1, ddga1, hb1, gb1, dhb1, dgb1, ddhb1, ddgb1)
+        s_ = a00[0] + a10[0] + a01[0] + a11[0]
+        sa = a00[1] + a10[1] + a01[1] + a11[1]
+        sb = a00[2] + a10[2] + a01[2] + a11[2]
+        saa = a00[3] + a10[3] + a01[3] + a11[3]
+        sab = a00[4] + a10[4] + a01[4] + a11[4]
+        sbb = a00[5] + a10[5] + a01[5] + a11[5]
+        ev[EV_S + k] = s_
+        ev[EV_SU + k] = sa / du
+        ev[EV_SV + k] = sb / dv
+        ev[EV_TU + k] = sa / du
+        ev[EV_TV + k] = sb / dv
+        ev[EV_TUU + k] = saa / (du * du)
+        ev[EV_TUV + k] = sab / (du * dv)
+        ev[EV_TVU + k] = sab / (du * dv)
+        ev[EV_TVV + k] = sbb / (dv * dv)
+    su, sv = EV_SU, EV_SV
+    nx = ev[su + 1] * ev[sv + 2] - ev[su + 2] * ev[sv + 1]
+    ny = ev[su + 2] * ev[sv] - ev[su] * ev[sv + 2]
+    nz = ev[su] * ev[sv + 1] - ev[su + 1] * ev[sv]
+    nn = math.sqrt(nx * nx + ny * ny + nz * nz) * fp[FP_NORMAL_SIGN]
+    ev[EV_N] = nx / nn
+    ev[EV_N + 1] = ny / nn
+    ev[EV_N + 2] = nz / nn
+
+
+@jit
+def locate(ip: np.ndarray, fp: np.ndarray, u: float, v: float) -> int:
+    """Where (u, v) lies: ``INSIDE`` the window's points, ``OUTSIDE_WINDOW`` but inside the table,
+    or ``OUTSIDE_TABLE`` (tolerance 1e-9 grid cells)."""
+    x = (u - fp[FP_U0]) / fp[FP_DU]
+    y = (v - fp[FP_V0]) / fp[FP_DV]
+    eps = 1e-9
+    if x < -eps or y < -eps or x > ip[IP_U_NPTS] - 1 + eps or y > ip[IP_V_NPTS] - 1 + eps:
+        return OUTSIDE_TABLE
+    if (x < ip[IP_I_LO] - eps or x > ip[IP_I_HI] - 1 + eps or y < ip[IP_J_LO] - eps
+            or y > ip[IP_J_HI] - 1 + eps):
+        return OUTSIDE_WINDOW
+    return INSIDE

@@ -1,0 +1,222 @@
+"""The scenario plug-in contract: parameters, tables, runs and summaries.
+
+A scenario is a subclass of :class:`Scenario` registered with :func:`register`. It declares
+
+- ``name`` (``simclient run NAME``) and ``title`` (one line for ``--help``);
+- ``Params``: a frozen dataclass of its parameters. Fields made with :func:`param` carry a help
+  text and a unit and become its command-line options (``--field-name``); the integration method
+  and its tolerances are parameters like any other, with the scenario's default;
+- ``tables``: the tables it reads, by role, with the default table name of each (the names of the
+  sample definitions); each role is also an option (``--ROLE NAME-OR-LOCATION``);
+- ``run(params, tables, out=, progress=) -> Summary`` and ``report(summary) -> str``.
+
+Adding a scenario touches ``simclient/scenarios/`` only: a module with the class, imported by the
+package (see :mod:`simclient.scenarios`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from simclient.errors import ParameterError
+from simclient.io import Source, open_surface
+
+__all__ = ["Scenario", "Summary", "Tables", "param", "register", "SCENARIOS", "get_scenario", "locate", "extent",
+           "Progress"]
+
+#: progress callback: one line of text per stage
+Progress = Callable[[str], None]
+
+
+def param(default: Any, help: str, unit: str = "", *, choices: tuple[str, ...] | None = None,
+          parse: Callable[[str], Any] | None = None) -> Any:
+    """A scenario parameter exposed as a command-line option: ``help`` text, SI ``unit`` (empty
+    for none), allowed ``choices`` and a ``parse`` function for the option's text."""
+    return field(default=default, metadata={"help": help, "unit": unit, "choices": choices, "parse": parse})
+
+
+def extent(text: str) -> tuple[int, int]:
+    """A window extent ``WxH`` in records, e.g. ``3x9``."""
+    try:
+        a, b = text.lower().split("x")
+        return int(a), int(b)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"window extent must look like 3x9, got {text!r}") from None
+
+
+def _finite(kind: type) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def locate(name: str, store: str | None = None, tables: str | os.PathLike[str] | None = None) -> str:
+    """Location of table ``name``: on a store (``store``, its base URL) or in a folder
+    (``tables``, default ``tables`` in the current directory)."""
+    if store:
+        return f"{store.rstrip('/')}/v1/surfaces/{name}"
+    return str(Path(tables if tables is not None else "tables") / f"{name}.zarr")
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Where a run finds its tables: a store's base URL (``store``) or a folder (``folder``), a
+    bearer ``token`` for the store, and per-role ``overrides`` (a table name, or a location: an
+    ``http(s)://`` URL or a path)."""
+
+    store: str | None = None
+    folder: str | os.PathLike[str] | None = None
+    token: str | None = None
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    def location(self, role: str, default: str) -> str:
+        """The location of the table playing ``role`` (default table name ``default``)."""
+        value = self.overrides.get(role) or default
+        if value.startswith(("http://", "https://")) or "/" in value or value.endswith(".zarr"):
+            return value
+        return locate(value, self.store, self.folder)
+
+    def source_kwargs(self) -> dict[str, Any]:
+        return {"token": self.token} if self.token else {}
+
+    def open(self, role: str, default: str) -> Source:
+        """Open the table playing ``role``."""
+        location = self.location(role, default)
+        return open_surface(location, **(self.source_kwargs() if location.startswith("http") else {}))
+
+
+@dataclass
+class Summary:
+    """What a run returns: the ``scenario``'s name, ``values`` (its JSON summary: DESIGN's keys
+    and more) and ``artifacts`` (results kept in memory for reports and plots: the integration
+    result, the system, histories; never serialised). ``summary[key]`` reads ``values``."""
+
+    scenario: str
+    values: dict[str, Any]
+    artifacts: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.values
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    @property
+    def ok(self) -> bool:
+        """False when the run failed (its ``status`` is not ``ok``)."""
+        return self.values.get("status", "ok") == "ok"
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The JSON summary (``scenario`` first); numpy values become plain numbers and lists."""
+        return json.dumps({"scenario": self.scenario, **self.values}, indent=indent, default=_plain)
+
+
+def _plain(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, Path):
+        return str(x)
+    raise TypeError(f"{type(x).__name__} is not JSON serialisable")
+
+
+class Scenario(ABC):
+    """A ready-made model run by ``simclient run NAME`` (see the module docstring)."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    Params: ClassVar[type]
+    tables: ClassVar[dict[str, str]] = {}
+
+    @abstractmethod
+    def run(self, params: Any, tables: Tables, *, out: Path | None = None, progress: Progress | None = None) -> Summary:
+        """Run with ``params`` on ``tables``; with ``out``, write histories and plots there."""
+
+    @abstractmethod
+    def report(self, summary: Summary) -> str:
+        """A short human-readable report of a run."""
+
+    # -- command line ---------------------------------------------------------------------------
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """The scenario's options: one per :func:`param` field of ``Params`` and one per table role."""
+        group = parser.add_argument_group(f"{cls.name} parameters")
+        for f in dataclasses.fields(cls.Params):
+            meta = f.metadata
+            if "help" not in meta:
+                continue
+            unit = f" [{meta['unit']}]" if meta["unit"] else ""
+            kind = type(f.default)
+            kwargs: dict[str, Any] = {"dest": f.name, "default": f.default,
+                                      "help": f"{meta['help']}{unit} (default {_show(f.default)})"}
+            if kind is bool:
+                kwargs["action"] = argparse.BooleanOptionalAction
+            else:
+                kwargs["type"] = meta["parse"] or (_finite(kind) if kind in (int, float) else kind)
+                if meta["choices"]:
+                    kwargs["choices"] = meta["choices"]
+                kwargs["metavar"] = f.name.upper() if not meta["choices"] else None
+            group.add_argument("--" + f.name.replace("_", "-"), **kwargs)
+        if cls.tables:
+            roles = parser.add_argument_group("tables (a name on --store / in --tables, or a location)")
+            for role, default in cls.tables.items():
+                roles.add_argument("--" + role.replace("_", "-"), dest=f"table_{role}", metavar="TABLE",
+                                   help=f"the {role.replace('_', ' ')} table (default {default})")
+
+    @classmethod
+    def params_from_args(cls, args: argparse.Namespace) -> Any:
+        values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls.Params) if "help" in f.metadata}
+        return cls.Params(**values)
+
+    @classmethod
+    def tables_from_args(cls, args: argparse.Namespace) -> Tables:
+        overrides = {role: getattr(args, f"table_{role}") for role in cls.tables if getattr(args, f"table_{role}")}
+        return Tables(store=args.store, folder=args.tables, token=args.token, overrides=overrides)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return f"{value[0]}x{value[1]}"
+    return str(value)
+
+
+#: registered scenarios by name
+SCENARIOS: dict[str, type[Scenario]] = {}
+
+
+def register(cls: type[Scenario]) -> type[Scenario]:
+    """Class decorator: add a scenario to :data:`SCENARIOS` under its ``name``."""
+    if cls.name in SCENARIOS:
+        raise ParameterError(f"a scenario named {cls.name!r} is already registered")
+    SCENARIOS[cls.name] = cls
+    return cls
+
+
+def get_scenario(name: str) -> type[Scenario]:
+    """The scenario registered as ``name``; :class:`ParameterError` listing them otherwise."""
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise ParameterError(f"unknown scenario {name!r}; choose one of {', '.join(SCENARIOS)}") from None

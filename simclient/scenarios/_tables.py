@@ -1,0 +1,55 @@
+"""The sample tables: built from the sample definitions (package ``sample_surfaces``) on demand."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+
+import sample_surfaces
+from preprocess import PreprocessError
+from preprocess.build import SurfaceSpec, build_surface, is_current, load_spec
+from simclient.errors import SimClientError
+from surfacestore.errors import SurfaceStoreError
+from surfacestore.format import TABLE_SUFFIX
+
+__all__ = ["ensure_sample_tables", "ensure_table", "sample_spec"]
+
+
+def ensure_table(spec: SurfaceSpec, out: str | Path, quiet: bool = True, missing_only: bool = False) -> Path:
+    """Build the table of ``spec`` in ``out`` unless a table built from the same definition is
+    there (with ``missing_only``: unless any table of that name is there); return its path
+    (printing ``built PATH`` unless ``quiet``)."""
+    path = Path(out) / f"{spec.name}{TABLE_SUFFIX}"
+    try:
+        if not (path.exists() if missing_only else is_current(spec, out)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # analytic normals at the ball's poles, expected
+                build_surface(spec, out, overwrite=True)
+            if not quiet:
+                print(f"built {path}", flush=True)
+    except (PreprocessError, SurfaceStoreError, OSError) as exc:
+        raise SimClientError(f"building the table {path}: {exc}") from exc
+    return path
+
+
+def ensure_sample_tables(out: str | Path, quiet: bool = True, names: Iterable[str] | None = None,
+                         missing_only: bool = False) -> list[Path]:
+    """Build every sample table (or those ``names``) missing from ``out`` or built from another
+    definition (with ``missing_only``: only the missing ones, so a table of the same name built from
+    another definition is kept); return the paths of the tables. Prints ``built PATH`` per table
+    unless ``quiet``."""
+    wanted = None if names is None else set(names)
+    try:
+        specs = [spec for f in sample_surfaces.definitions() for spec in load_spec(f)]
+    except PreprocessError as exc:
+        raise SimClientError(f"reading the sample definitions: {exc}") from exc
+    return [ensure_table(spec, out, quiet, missing_only) for spec in specs if wanted is None or spec.name in wanted]
+
+
+def sample_spec(file_name: str, name: str) -> SurfaceSpec:
+    """The definition of sample surface ``name`` in the sample file ``file_name``."""
+    for spec in load_spec(sample_surfaces.definition(file_name)):
+        if spec.name == name:
+            return spec
+    raise SimClientError(f"no surface {name!r} in the sample definitions {file_name}")

@@ -1,0 +1,175 @@
+"""The 3D knee of thesis section 6.5.2 (``simclient run knee3d``).
+
+The femur is fixed, the tibia free: two spherical condyles on two plateaus (tables of
+sample_surfaces/knee3d.toml), Hertz (or any other law) contact with cartilage properties, the
+eight ligament fibres of Table 6.5 as quadratic springs with the stretch-ratio reading of its
+strain column (l0 = l_extension / ratio), gravity 9.81 m/s^2 along -y, from full extension until
+80 deg of flexion. Placements are this project's assumptions (the thesis shows them only in a
+figure): condyle sphere centres at x = -+21 mm (medial -x, where the MCL inserts; lateral +x),
+z = 19.5 mm in the femur frame; plateaus in the tibia frame at the same x, z = 211.5 mm (global
+z = -2.0 mm at full extension), normals +z. At full extension the medial condyle (R = 21 mm) is then
+0.5 mm above its plateau and the lateral one (R = 20 mm) 1.5 mm above.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simclient.contact import LAWS, hertz_stiffness, make_law
+from simclient.dynamics import METHODS, Body, ContactModel, Ligament, MultibodySystem, QuadraticLaw, Surface, simulate
+from simclient.errors import ParameterError
+from simclient.geometry import INTERPOLATIONS, StorageWindow, rx
+from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent, param, register
+
+__all__ = ["KneeParams", "Knee3D", "knee3d", "KNEE_LIGAMENTS", "flexion_deg", "internal_rotation_deg"]
+
+#: Table 6.5: femur point, tibia point (body frames, mm), stretch ratio at full extension, k (N/mm^2).
+KNEE_LIGAMENTS = {
+    "ACL-anterior": ((7.3, -15.6, 21.3), (-7.0, 5.0, 211.3), 1.000, 83.15),
+    "ACL-posterior": ((7.3, -20.3, 19.6), (2.0, 2.0, 212.3), 1.051, 83.15),
+    "PCL-anterior": ((-4.8, -11.2, 14.1), (5.0, -30.0, 206.3), 1.004, 125.00),
+    "PCL-posterior": ((-4.8, -23.2, 15.7), (-5.0, -30.0, 206.3), 1.050, 60.00),
+    "MCL-anterior": ((-34.8, -1.0, 26.3), (-20.0, 4.0, 171.3), 0.940, 91.25),
+    "MCL-oblique": ((-34.8, -8.0, 24.3), (-35.0, -30.0, 199.3), 1.031, 27.86),
+    "MCL-deep": ((-34.8, -5.0, 21.3), (-35.0, 0.0, 199.3), 1.049, 21.07),
+    "LCL": ((35.3, -15.0, 21.3), (45.0, -25.0, 176.3), 1.050, 72.22),
+}
+
+CONDYLE_RADII = {"medial": 0.021, "lateral": 0.020}  # m, the sample condyle tables'
+#: the tables by role, with the sample tables' names
+TABLES = {f"{part}_{side}": f"{part}_{side}" for part in ("condyle", "plateau") for side in ("medial", "lateral")}
+
+
+@dataclass(frozen=True)
+class KneeParams:
+    """knee3d parameters (SI) and run settings; placements as the module docstring says."""
+
+    condyle_x: float = param(0.021, "condyle centres' distance from the mid-plane (femur frame)", "m")
+    condyle_z: float = param(0.0195, "condyle centres' height in the femur frame", "m")
+    plateau_z: float = param(0.2115, "plateaus' height in the tibia frame", "m")
+    tibia_z: float = -0.2135
+    tibia_mass: float = 3.3794
+    tibia_inertia: tuple[float, float, float] = (0.0412, 0.0432, 0.0070)
+    E: float = param(24e6, "cartilage Young's modulus", "Pa")
+    nu: float = param(0.38, "cartilage Poisson's ratio")
+    cr: float = param(0.616, "coefficient of restitution of the dissipative laws")
+    law: str = param("hertz", "contact force law", choices=tuple(k for k in LAWS if k != "double-layer"))
+    gravity: tuple[float, float, float] = (0.0, -9.81, 0.0)
+    final_flexion_deg: float = param(80.0, "flexion at which the run stops", "deg")
+    t_end: float = param(2.0, "longest simulated time", "s")
+    window: tuple[int, int] = param((3, 9), "every window's extent, records", parse=extent)
+    interpolation: str = param("hermite", "interpolation inside the windows", choices=tuple(INTERPOLATIONS))
+    method: str = param("BDF", "integration method", choices=tuple(METHODS))
+    rtol: float = param(1e-6, "relative tolerance of the adaptive methods")
+    atol: float = param(1e-9, "absolute tolerance of the adaptive methods")
+    samples: int = 400
+
+    def __post_init__(self) -> None:
+        if not (self.t_end > 0 and math.isfinite(self.t_end)):
+            raise ParameterError(f"knee3d: t_end must be positive and finite (s), got {self.t_end}")
+
+
+def flexion_deg(A: np.ndarray) -> float:
+    """Knee flexion (deg): the tibia's long axis swung posteriorly (towards -y) about x."""
+    a = A @ np.array([0.0, 0.0, -1.0])
+    return math.degrees(math.atan2(-a[1], -a[2]))
+
+
+def internal_rotation_deg(A: np.ndarray) -> float:
+    """Internal rotation of the tibia about its long axis (deg, positive when the tibia's anterior
+    direction +y turns towards medial -x)."""
+    B = rx(-math.radians(flexion_deg(A))) @ A  # remove flexion (about x), then read the rotation about z
+    return math.degrees(math.atan2(B[1, 0], B[0, 0]))
+
+
+def knee3d(tables: Tables, params: KneeParams = KneeParams()) -> Summary:
+    """Run the 3D knee from full extension until ``final_flexion_deg`` (thesis 6.5.2) on the tables
+    of the roles ``condyle_medial``, ``condyle_lateral``, ``plateau_medial``, ``plateau_lateral``
+    (:data:`TABLES`). The artifacts hold the sampled ``history``."""
+    p = params
+    femur = Body("femur", fixed=True)
+    tibia = Body("tibia", mass=p.tibia_mass, inertia=np.diag(p.tibia_inertia), position=np.array([0, 0, p.tibia_z]))
+    contacts = []
+    for side, sign in (("medial", -1.0), ("lateral", 1.0)):
+        wc = StorageWindow(tables.open(f"condyle_{side}", TABLES[f"condyle_{side}"]), p.window, p.interpolation,
+                           centre=(0.0, 0.0))
+        wp = StorageWindow(tables.open(f"plateau_{side}", TABLES[f"plateau_{side}"]), p.window, p.interpolation,
+                           centre=(0.0, 0.0))
+        K = hertz_stiffness(p.E, p.nu, p.E, p.nu, CONDYLE_RADII[side])
+        contacts.append(ContactModel(side, Surface(femur, wc, offset=np.array([sign * p.condyle_x, 0, p.condyle_z])),
+                                     Surface(tibia, wp, offset=np.array([sign * p.condyle_x, 0, p.plateau_z])),
+                                     make_law(p.law, K, p.cr)))
+    ligaments = []
+    for name, (pf, pt, ratio, k) in KNEE_LIGAMENTS.items():
+        a, b = np.array(pf) * 1e-3, np.array(pt) * 1e-3
+        l_ext = float(np.linalg.norm((np.array([0, 0, p.tibia_z]) + b) - a))
+        ligaments.append(Ligament(name, femur, a, tibia, b, QuadraticLaw(k * 1e6, l_ext / ratio)))
+    system = MultibodySystem([femur, tibia], contacts, gravity=p.gravity, loads=ligaments)
+    res = simulate(system, p.t_end, method=p.method, rtol=p.rtol, atol=p.atol,
+                   stop=lambda t, s: flexion_deg(s.pose(tibia)[1]) - p.final_flexion_deg)
+    onsets = [e for e in res.events if e["type"] == "onset"]
+    windows = {f"{c.name}_{w}": getattr(c, w).window.stats for c in contacts for w in ("i", "j")}
+    # histories sampled from the dense output: angles, ligament forces, contact indentation and force
+    ts = np.linspace(0, float(res.t[-1]), p.samples)
+    hist: dict[str, Any] = {"t_s": ts, "flexion_deg": np.empty(p.samples), "internal_rotation_deg": np.empty(p.samples)}
+    for lig in ligaments:
+        hist[f"ligament_{lig.name}_N"] = np.empty(p.samples)
+    for c in contacts:
+        hist[f"{c.name}_indentation_m"] = np.empty(p.samples)
+        hist[f"{c.name}_force_N"] = np.empty(p.samples)
+    for n, t in enumerate(ts):
+        system.set_state(res.sol(t))
+        A = system.pose(tibia)[1]
+        hist["flexion_deg"][n] = flexion_deg(A)
+        hist["internal_rotation_deg"][n] = internal_rotation_deg(A)
+        for lig in ligaments:
+            hist[f"ligament_{lig.name}_N"][n] = lig.state(system)[4]
+        for c in contacts:
+            ind = max(-system.gap(c), 0.0)
+            hist[f"{c.name}_indentation_m"][n] = ind
+            hist[f"{c.name}_force_N"][n] = c.law.normal_force(ind, 0.0, 1.0)  # the elastic part
+    peak = {lig.name: float(hist[f"ligament_{lig.name}_N"].max()) for lig in ligaments}
+    flex, rot = hist["flexion_deg"], hist["internal_rotation_deg"]
+    system.set_state(res.y[:, -1])
+    values = {"status": "ok" if res.success else "failed", "message": res.message,
+              "final_flexion_deg": flexion_deg(system.pose(tibia)[1]), "t_final_s": float(res.t[-1]),
+              "first_contact": onsets[0]["contact"] if onsets else None,
+              "contacts": {side: sum(1 for e in onsets if e["contact"] == side) for side in ("medial", "lateral")},
+              "contact_onsets": [{"t": e["t"], "contact": e["contact"]} for e in onsets],
+              "peak_ligament": max(peak, key=lambda k: peak[k]), "peak_ligament_forces_N": peak,
+              "internal_rotation_deg": {f"{int(a)}": float(np.interp(a, flex, rot)) for a in range(0, 81, 10)
+                                        if a <= max(flex)},
+              "max_internal_rotation_at_flexion_deg": float(flex[int(np.argmax(rot))]),
+              "wall_s": res.wall_s, "steps": res.steps, "rhs_evaluations": res.nfev, "method": p.method,
+              "windows": windows}
+    return Summary("knee3d", values, {"history": hist, "result": res, "system": system})
+
+
+@register
+class Knee3D(Scenario):
+    name = "knee3d"
+    title = "thesis 6.5.2: the 3D knee (spherical condyles on plateaus, eight ligament fibres) flexing to 80 deg"
+    Params = KneeParams
+    tables = TABLES
+
+    def run(self, params: KneeParams, tables: Tables, *, out: Path | None = None,
+            progress: Progress | None = None) -> Summary:
+        summary = knee3d(tables, params)
+        if out is not None:
+            from simclient.scenarios.report import save_knee3d
+
+            summary.values["outputs"] = [str(f) for f in save_knee3d(summary, out)]
+        return summary
+
+    def report(self, summary: Summary) -> str:
+        return "\n".join([
+            f"knee3d: {summary['final_flexion_deg']:.1f} deg flexion at t = {summary['t_final_s']:.3f} s; first "
+            f"contact {summary['first_contact']}; contact periods {summary['contacts']}; largest ligament force "
+            f"{summary['peak_ligament']}; {summary['wall_s']:.2f} s wall",
+            "  internal rotation [deg] by flexion: " + ", ".join(
+                f"{k}: {v:.1f}" for k, v in summary["internal_rotation_deg"].items())])

@@ -1,0 +1,160 @@
+"""The architecture of DESIGN.md, checked: public APIs, a light ``import simclient``, no import
+cycles, and the client's layers importing only the layers before them."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("surfacestore", "preprocess", "simclient", "sample_surfaces")
+#: the client's layers, in order: each imports only the layers before it
+LAYERS = ("simclient.io", "simclient.geometry", "simclient.contact", "simclient.dynamics", "simclient.scenarios",
+          "simclient.bench")
+#: what the lower layers (io, geometry, contact, dynamics) never import
+HEAVY_FOR_LOWER = ("preprocess", "surfacestore.app", "surfacestore.catalog", "surfacestore.cli", "fastapi",
+                   "uvicorn", "starlette", "matplotlib")
+
+#: DESIGN.md's public names of simclient (the test pins them: a change here is an API change)
+SIMCLIENT_API = {
+    "open_surface", "Source", "LocalSource", "HttpSource", "MemorySource", "CountingSource", "StorageWindow",
+    "ContactPair", "Contact", "ContactStatus", "ContactForce", "ForceLaw", "HertzianLaw", "DoubleLayer", "make_law",
+    "LAWS", "FoundationContact", "LinearLayer", "NonlinearLayer", "Body", "Surface", "ContactModel",
+    "MultibodySystem", "simulate", "SimulationResult", "SimClientError", "SourceError", "SourceNotFound",
+    "SourceRequestError", "SourceUnavailable", "TableChanged", "WindowError", "ContactError", "SimulationError",
+    "ParameterError", "ServiceError",
+}
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for pkg in PACKAGES:
+        for f in (ROOT / pkg).rglob("*.py"):
+            parts = list(f.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            mods[".".join(parts)] = f
+    return mods
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> tuple[set[str], set[str]]:
+    """(project modules, other top-level names) imported anywhere in the file, function-level
+    imports included. ``from a.b import c`` counts as an import of ``a.b.c`` when that is a module."""
+    project, other = set(), set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            subs = [f"{node.module}.{a.name}" for a in node.names]
+            names = [n for n in subs if n in modules] or [node.module]
+            if len(names) < len(subs) and node.module not in names:
+                names.append(node.module)
+        for n in names:
+            (project if n in modules else other).add(n)
+    return project, other
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, tuple[set[str], set[str]]]:
+    modules = _modules()
+    return {m: _imports(f, modules) for m, f in modules.items()}
+
+
+@pytest.mark.parametrize("package", ["surfacestore", "preprocess", "simclient", *LAYERS])
+def test_exported_members(package):
+    """Each package's public names are exactly its ``__all__`` (as httpx's test_exported_members)."""
+    mod = importlib.import_module(package)
+    public = {n for n in dir(mod) if not n.startswith("_")} - {"annotations"}
+    submodules = {n for n in public if type(getattr(mod, n)).__name__ == "module"}
+    assert set(mod.__all__) == public - submodules
+    for name in mod.__all__:
+        assert getattr(mod, name) is not None
+
+
+def test_simclient_api_is_pinned():
+    import simclient
+
+    assert set(simclient.__all__) == SIMCLIENT_API
+
+
+def test_import_simclient_is_light():
+    code = ("import sys, simclient\n"
+            "heavy = [m for m in ('numba', 'scipy.integrate', 'matplotlib', 'fastapi', 'uvicorn', 'starlette') "
+            "if m in sys.modules]\n"
+            "assert not heavy, heavy\n"
+            "assert simclient.StorageWindow.__name__ == 'StorageWindow' and 'numba' in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_table_format_has_no_web_imports():
+    banned = ("fastapi", "uvicorn", "starlette", "matplotlib", "preprocess")
+    code = ("import sys, surfacestore.format, simclient.io, simclient.geometry, simclient.contact, simclient.dynamics\n"
+            f"bad = [m for m in sys.modules if m.split('.')[0] in {banned!r} or m == 'surfacestore.app']\n"
+            "assert not bad, bad\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_no_import_cycles(graph):
+    """No cycle between the project's modules, function-level imports included."""
+    edges = {m: project for m, (project, _) in graph.items()}
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for n in sorted(edges[m]):
+            if state.get(n) == 1:
+                cycles.append(path[path.index(n):] + [n])
+            elif n not in state:
+                visit(n, path + [n])
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m, [m])
+    assert not cycles, cycles
+
+
+def _layer(module: str) -> int | None:
+    for k, layer in enumerate(LAYERS):
+        if module == layer or module.startswith(layer + "."):
+            return k
+    return None
+
+
+def test_client_layers_import_only_the_layers_before_them(graph):
+    bad = []
+    for m, (project, other) in graph.items():
+        k = _layer(m)
+        if k is None:
+            continue
+        for n in project:
+            if n.startswith("simclient.") and n != "simclient.errors":
+                j = _layer(n)
+                if j is None or j > k:
+                    bad.append(f"{m} imports {n}")
+            elif n == "simclient":
+                bad.append(f"{m} imports the package root (the lazy public API)")
+            elif n.startswith("surfacestore.") and n not in ("surfacestore.format", "surfacestore.errors"):
+                bad.append(f"{m} imports {n}")
+            if k <= 3 and any(n == h or n.startswith(h + ".") for h in HEAVY_FOR_LOWER):
+                bad.append(f"{m} imports {n}")
+        if k <= 3:
+            bad += [f"{m} imports {n}" for n in other if n.split(".")[0] in {h.split(".")[0] for h in HEAVY_FOR_LOWER}]
+    assert not bad, "\n".join(sorted(bad))
+
+
+def test_store_never_imports_the_other_packages(graph):
+    bad = [f"{m} imports {n}" for m, (project, _) in graph.items() if m.startswith("surfacestore")
+           for n in project if not n.startswith("surfacestore")]
+    bad += [f"{m} imports {n}" for m, (project, _) in graph.items() if m.startswith("preprocess")
+            for n in project if n.startswith("simclient")]
+    assert not bad, bad
