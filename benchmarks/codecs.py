@@ -15,10 +15,9 @@ import time
 import warnings
 from pathlib import Path
 
+import sample_surfaces
 from preprocess.build import build_surface, load_spec
 from surfacestore.format import CODECS, RecordBlock
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _median_us(fn, n: int = 300) -> float:
@@ -31,7 +30,7 @@ def _median_us(fn, n: int = 300) -> float:
 
 
 def main() -> None:
-    specs = {s.name: s for s in load_spec(ROOT / "sample_surfaces" / "bouncing_ball.toml")}
+    specs = {s.name: s for s in load_spec(sample_surfaces.definition("bouncing_ball.toml"))}
     rows = []
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")

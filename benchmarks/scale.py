@@ -19,9 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-from simclient.bench.store import serve
+import sample_surfaces
+from simclient.bench import serve_store
 
-ROOT = Path(__file__).resolve().parents[1]
 
 def _ground(name: str, n: int) -> str:
     """A plane of n x n points in 9 x 9 records at the sample ground's spacing (0.3 mm x 0.6 mm)."""
@@ -51,13 +51,12 @@ def main() -> None:
     spec = args.tables / "scale.toml"
     spec.write_text(SPEC)
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "preprocess.cli", "build", str(spec), str(ROOT / "sample_surfaces" /
-                    "bouncing_ball.toml"), "--only", "ground_1e8", "ground_1e6", "ball_333", "--out", str(args.tables),
+    subprocess.run([sys.executable, "-m", "preprocess.cli", "build", str(spec), str(sample_surfaces.definition(
+                    "bouncing_ball.toml")), "--only", "ground_1e8", "ground_1e6", "ball_333", "--out", str(args.tables),
                     "--skip-existing"], check=True, stdout=sys.stderr)
     print(f"tables ready in {time.perf_counter() - t:.1f} s", file=sys.stderr)
     out = {}
-    with serve([sys.executable, "-m", "surfacestore.cli", "serve", "--root", str(args.tables), "--log-level",
-                "warning"]) as url:
+    with serve_store(args.tables) as url:
         for ground in ("ground_1e6", "ground_1e8"):
             runs = [client_run(url, ground, args.t_end) for _ in range(args.repeats)]
             s = runs[-1]

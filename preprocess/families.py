@@ -136,7 +136,7 @@ class Ellipsoid(Family):
     """
 
     name = "ellipsoid"
-    params = ("a", "b", "c", "pole_axis", "zero_meridian")
+    params: ClassVar[tuple[str, ...]] = ("a", "b", "c", "pole_axis", "zero_meridian")
     default_range = ((-math.pi / 2, math.pi / 2), (-math.pi, math.pi))
 
     def __init__(self, **params: Any) -> None:
@@ -295,10 +295,10 @@ class Nurbs(Family):
         if w.shape != (n, m) or not np.isfinite(w).all() or (w <= 0).any():
             raise DefinitionError(f"{nm}: weights must be positive with shape ({n}, {m})")
         self.p, self.q = p, q
-        self.tu = _knots(nm, "knots_u", params["knots_u"], n, p) if "knots_u" in params else None
-        self.tv = _knots(nm, "knots_v", params["knots_v"], m, q) if "knots_v" in params else None
-        if self.tu is None or self.tv is None:
+        if "knots_u" not in params or "knots_v" not in params:
             raise DefinitionError(f"{nm}: knots_u and knots_v are required")
+        self.tu = _knots(nm, "knots_u", params["knots_u"], n, p)
+        self.tv = _knots(nm, "knots_v", params["knots_v"], m, q)
         self.Pw = np.concatenate([P * w[..., None], w[..., None]], axis=-1)  # homogeneous net
 
     def domain(self) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -319,7 +319,8 @@ class Nurbs(Family):
         A = np.einsum("ia,abk,ib->ik", Nu, self.Pw, Nv)
         Au = np.einsum("ia,abk,ib->ik", dNu, self.Pw, Nv)
         Av = np.einsum("ia,abk,ib->ik", Nu, self.Pw, dNv)
-        return tuple(x.reshape(shape + (3,)) for x in self._combine(A, Au, Av))  # type: ignore[return-value]
+        s, su, sv = self._combine(A, Au, Av)
+        return s.reshape(shape + (3,)), su.reshape(shape + (3,)), sv.reshape(shape + (3,))
 
     def evaluate_grid(self, u: np.ndarray, v: np.ndarray) -> Arrays:
         # Separable on a grid: A = Nu . Pw . Nv^T per coordinate, no per-point basis work.
@@ -383,7 +384,7 @@ class ThinPlate(Family):
         s = o + x[:, :1] * e1 + x[:, 1:] * e2 + w[:, None] * n
         su = e1 + g[:, :1] * n
         sv = e2 + g[:, 1:] * n
-        return tuple(a.reshape(u.shape + (3,)) for a in (s, su, sv))  # type: ignore[return-value]
+        return s.reshape(u.shape + (3,)), su.reshape(u.shape + (3,)), sv.reshape(u.shape + (3,))
 
 
 FAMILIES: dict[str, type[Family]] = {

@@ -129,14 +129,14 @@ def load_data(path: str | Path, units: str = "m", crop: Sequence[str] = ()) -> F
         else:
             import trimesh
 
-            mesh = trimesh.load(path, force="mesh")
+            mesh: Any = trimesh.load(path, force="mesh")  # a Trimesh (loosely typed by the library)
             if crop and len(mesh.faces):
                 mesh = mesh.submesh([np.flatnonzero(keep(mesh.triangles_center))], append=True)
-            pts = np.asarray(mesh.vertices, dtype=float)
+            pts = np.asarray(mesh.vertices, dtype=np.float64)
             if len(mesh.faces) and np.isfinite(pts).all():
                 area = mesh.area_faces
                 mean_normal = (mesh.face_normals * area[:, None]).sum(axis=0) / max(area.sum(), 1e-300)
-                normals = np.asarray(mesh.vertex_normals, dtype=float)
+                normals = np.asarray(mesh.vertex_normals, dtype=np.float64)
                 footprint = np.concatenate([pts, mesh.triangles_center]) * UNITS[units]
     except Exception as exc:  # readers raise assorted errors for unreadable files
         raise FitError(f"{path}: cannot read ({exc})") from None
@@ -569,7 +569,8 @@ def _report(method: str, par: Parametrization, res: np.ndarray, **extra: Any) ->
 
 def _net_sizes(extent_u: float, extent_v: float, degree: int, max_ctrl: int) -> list[tuple[int, int]]:
     """Control nets of roughly square spans, refined by 1.5x from 5 spans along the longer side."""
-    sizes, h = [], max(extent_u, extent_v) / 5
+    sizes: list[tuple[int, int]] = []
+    h = max(extent_u, extent_v) / 5
     while True:
         m = (max(1, round(extent_u / h)) + degree, max(1, round(extent_v / h)) + degree)
         if max(m) > max_ctrl:
@@ -686,7 +687,7 @@ def fit_tps(pts: np.ndarray, par: PlanarParametrization, tol: float | None = Non
     def solve(lam: float) -> tuple[np.ndarray, float]:
         x = np.linalg.solve(G + lam * len(pts) * E + 1e-14 * np.trace(G) / m * np.eye(m), rhs)
         # |h - B x|^2 from the normal equations, without revisiting the rows
-        return x, math.sqrt(max(hh - 2 * x @ rhs + x @ G @ x, 0.0) / len(pts))
+        return x, math.sqrt(max(hh - 2 * float(x @ rhs) + float(x @ G @ x), 0.0) / len(pts))
 
     lo, hi = -16.0, 2.0  # log10 of the multiplier; RMS grows with it
     x, rms = solve(10**lo)

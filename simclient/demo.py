@@ -12,11 +12,20 @@ from pathlib import Path
 
 from simclient import cli
 from simclient.bench import serve_store
+from simclient.errors import SimClientError
 from simclient.scenarios import ensure_sample_tables
 from surfacestore.format import open_table
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _demo(argv)
+    except SimClientError as exc:
+        print(f"demo: error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _demo(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--tables", type=Path, default=Path("tables"), help="folder of the sample tables [tables]")
     ap.add_argument("--out", type=Path, default=Path("out") / "bouncing-ball", help="histories and plots")

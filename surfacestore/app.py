@@ -68,7 +68,9 @@ def _npy_header(shape: tuple[int, ...], descr: str) -> bytes:
 def npy_bytes(arr: np.ndarray) -> bytes:
     """``arr`` serialised as an NPY file (readable by ``numpy.load``), with a single copy."""
     arr = np.ascontiguousarray(arr)
-    return b"".join((_npy_header(arr.shape, np.lib.format.dtype_to_descr(arr.dtype)), memoryview(arr).cast("B")))
+    descr = np.lib.format.dtype_to_descr(arr.dtype)
+    assert isinstance(descr, str)  # a plain dtype, never a structured one here
+    return b"".join((_npy_header(arr.shape, descr), memoryview(arr.data).cast("B")))
 
 
 class _Unauthorized(Exception):
@@ -153,9 +155,11 @@ async def serve_data(cat: Catalog, settings: Settings, name: str, kind: str, que
         raise BlockTooLarge(f"{name}: {block.n_records} records requested, the limit is "
                             f"{settings.max_block_records}")
     table = cat.get(name)
-    data = cat.cached_block(table, block, array)
-    if data is None:
+    cached = cat.cached_block(table, block, array)
+    if cached is None:
         table, data = await run_in_threadpool(cat.read_block, name, block, array)
+    else:
+        data = cached
     h = table.header
     etag = (f'"{h.digest.removeprefix("sha256:")[:32]}.{array}.{block.ri0}-{block.ri1}.'
             f'{block.rj0}-{block.rj1}"')
@@ -222,7 +226,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.catalog = Catalog(settings.root, RecordCache(int(settings.cache_mb * 2**20)))
 
     async def catalog() -> Catalog:  # async: a sync dependency would cost a thread-pool hop
-        return app.state.catalog  # type: ignore[no-any-return]
+        return app.state.catalog
 
     async def require_token(request: Request) -> None:
         if settings.token is None:

@@ -208,3 +208,81 @@ def test_prescribed_coordinate_is_followed():
         yy = res.sol(t)
         assert yy[2] == pytest.approx(f(t), abs=1e-7)
         assert yy[0] == pytest.approx(0.1 * t, abs=1e-9)  # the free direction is untouched
+
+
+def _oscillator(t, y):
+    return np.array([y[1], -y[0]])
+
+
+def test_rk4_is_fourth_order_and_locates_events_like_every_method():
+    from simclient.dynamics import METHODS, integrate
+
+    # y'' = -y from (1, 0): y = cos t; the error at t = 2 pi (the phase error, in y') falls 16-fold per halved step
+    errs = []
+    for h in (0.02, 0.01, 0.005):
+        sol = integrate(_oscillator, (0.0, 2 * math.pi), np.array([1.0, 0.0]), method="rk4", h=h)
+        assert sol.status == 0 and sol.t[-1] == 2 * math.pi
+        errs.append(np.hypot(sol.y[0, -1] - 1.0, sol.y[1, -1]))
+        assert sol.nfev == 4 * (len(sol.t) - 1) + 1  # four stages a step, the last slope reused
+    assert errs[0] / errs[1] == pytest.approx(16, rel=0.1) and errs[1] / errs[2] == pytest.approx(16, rel=0.1)
+
+    # a terminal event (y = 0 going down, at t = pi/2) is found inside a step by every method
+    def crossing(t, y):
+        return y[0]
+    crossing.terminal, crossing.direction = True, -1
+    for method in METHODS:
+        opts = {"h": 0.05} if method == "rk4" else {"rtol": 1e-10, "atol": 1e-12}
+        sol = integrate(_oscillator, (0.0, 3.0), np.array([1.0, 0.0]), method=method, events=[crossing],
+                        dense_output=True, **opts)
+        assert sol.status == 1, method
+        # rk4's dense output is a cubic Hermite: third-order between steps of 0.05 s
+        assert sol.t_events[0][0] == pytest.approx(math.pi / 2, abs=1e-6 if method == "rk4" else 1e-8), method
+        assert sol.sol(1.0)[0] == pytest.approx(math.cos(1.0), abs=2e-6 if method == "rk4" else 1e-7), method
+
+
+def test_unknown_method_lists_the_methods():
+    from simclient.dynamics import Body, MultibodySystem, integrate, simulate
+    from simclient.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="unknown integration method 'Euler'.*DOP853.*rk4"):
+        integrate(_oscillator, (0.0, 1.0), np.array([1.0, 0.0]), method="Euler")
+    system = MultibodySystem([Body("b", mass=1.0, inertia=np.eye(3))])
+    with pytest.raises(ParameterError, match="unknown integration method"):
+        simulate(system, 0.1, method="Euler")
+    for bad in (-1.0, 0.0, math.nan, math.inf):
+        with pytest.raises(ParameterError, match="end time"):
+            simulate(system, bad)
+
+
+def test_revolute_joint_pendulum_swings_about_its_axis():
+    from scipy.signal import find_peaks
+
+    from simclient.dynamics import Body, MultibodySystem, RevoluteJoint, simulate
+
+    # a rod hinged at its top about the global x axis, released from 0.05 rad
+    m, L = 1.2, 0.4
+    J = np.diag([m * L**2 / 12, m * L**2 / 12, 1e-3])
+    theta0 = 0.05
+    p0 = euler_from_axis_angle([1, 0, 0], theta0)
+    rod = Body("rod", mass=m, inertia=J, position=rotation_matrix(p0) @ np.array([0, 0, -L / 2]), euler=p0)
+    ground = Body("ground", fixed=True)
+    hinge = RevoluteJoint(ground, np.zeros(3), rod, np.array([0, 0, L / 2]), axis_a=np.array([1.0, 0, 0]),
+                          axis_b=np.array([1.0, 0, 0]))
+    system = MultibodySystem([rod, ground], gravity=(0, 0, -9.81), constraints=[hinge])
+    # a sideways push on the rod's tip: the hinge lets only the rotation about x through
+    system.loads.append(lambda t, s: [(rod, s.pose(rod)[0] + s.pose(rod)[1] @ np.array([0, 0, -L / 2]),
+                                       np.array([0.3, 0.0, 0.0]))])
+    res = simulate(system, 2.2, method="DOP853", rtol=1e-8, atol=1e-10)
+    assert res.success
+    ts = np.linspace(0, 2.2, 2201)
+    states = np.array([res.sol(t) for t in ts])
+    peaks, _ = find_peaks(states[:, 1])
+    period = np.mean(np.diff(ts[peaks]))
+    I_O = m * L**2 / 3
+    assert period == pytest.approx(2 * math.pi * math.sqrt(I_O / (m * 9.81 * L / 2)) * (1 + theta0**2 / 16), rel=2e-3)
+    for yy in states[::100]:
+        system.set_state(yy)
+        r, A, _, omega = system.pose(rod)
+        assert np.linalg.norm(r + A @ np.array([0, 0, L / 2])) < 1e-6  # the hinge point stays put
+        assert abs(A[0, 0] - 1) < 1e-6  # the rod's x axis stays the hinge axis
+        assert np.linalg.norm(omega[1:]) < 1e-5 * max(1.0, abs(omega[0]))  # it turns about x only

@@ -55,7 +55,7 @@ def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | Non
         poses = []
         for k in range(n):
             t = k * 1e-5
-            A = np.ascontiguousarray(rotation_matrix(euler_from_axis_angle([1, 0, 0], 0.15 * t / R)))
+            A = np.ascontiguousarray(rotation_matrix(euler_from_axis_angle(np.array([1.0, 0, 0]), 0.15 * t / R)))
             poses.append((A, np.array([-0.03 + 0.15 * t, 0.0, R - 2e-5])))
         pair.detect(*poses[0], I, z)
         it0, ev0 = pair.newton_iterations, pair.evaluations
@@ -73,6 +73,7 @@ def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | Non
         for A, c in poses[:m]:
             pair.detect(A, c, I, z)  # bring the windows to where the stretch needs them
         pair.detect(poses[0][0], poses[0][1], I, z)
+        assert pair.x is not None
         x = pair.x.copy()
         _kernel_loop(ball.buffer, ground.buffer, pair.ints, pair.flts, Rs[:2], cs[:2], I, z, x.copy(), pair.work)
         ktimes = []
@@ -100,10 +101,10 @@ def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | Non
                     if abs(d[0]) < 0.8 and abs(math.degrees(math.atan2(d[1], -d[2]))) < 150:
                         break
                 depth = rng.uniform(0, 5e-5)
-                c = ContactPair(ball, ground).detect(np.ascontiguousarray(A), np.array([0, 0, R - depth]), np.eye(3),
-                                                     np.zeros(3))
-                if c.converged:
-                    errs.append(abs(c.indentation - depth))
+                hit = ContactPair(ball, ground).detect(np.ascontiguousarray(A), np.array([0, 0, R - depth]), np.eye(3),
+                                                       np.zeros(3))
+                if hit.converged:
+                    errs.append(abs(hit.indentation - depth))
             hmax = R * max(h.du, h.dv)
             out["error"].append({"table": name, "points": h.u_npts * h.v_npts, "interpolation": interp,
                                  "max_error_m": float(max(errs)), "rms_error_m": float(np.sqrt(np.mean(np.square(errs)))),

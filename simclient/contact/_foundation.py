@@ -68,7 +68,7 @@ class NonlinearLayer:
     nu: float
     large_strain: bool = False
 
-    def tangent_modulus(self, p: np.ndarray) -> np.ndarray:
+    def tangent_modulus(self, p: np.ndarray | float) -> np.ndarray:
         """``E(p)``, Pa."""
         return 1.0 / (0.5 * self.eps0 / self.p0 * (1 + self.n * (np.asarray(p) / self.p0) ** (self.n - 1)))
 

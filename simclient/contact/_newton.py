@@ -149,7 +149,9 @@ def _cross(a: np.ndarray, o: int, b: np.ndarray, p: int, out: np.ndarray, q: int
 
 
 @jit
-def _residual(buf_i, ip_i, fp_i, buf_j, ip_j, fp_j, R_i, c_i, R_j, c_j, x, mode, ev, gi, gj, F, m) -> float:
+def _residual(buf_i: np.ndarray, ip_i: np.ndarray, fp_i: np.ndarray, buf_j: np.ndarray, ip_j: np.ndarray,
+              fp_j: np.ndarray, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, x: np.ndarray,
+              mode: int, ev: np.ndarray, gi: np.ndarray, gj: np.ndarray, F: np.ndarray, m: np.ndarray) -> float:
     """Evaluate both surfaces (global frame) and the conditions F; return the merit."""
     evaluate(buf_i, ip_i, fp_i, x[0], x[1], mode, ev)
     _global(ev, R_i, c_i, gi)

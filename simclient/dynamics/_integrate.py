@@ -32,6 +32,9 @@ class RK4(OdeSolver):
     and slopes (the slope at a step's end is the next step's first stage, so a step costs four
     evaluations). ``rtol``, ``atol`` and ``max_step`` do not apply and are ignored."""
 
+    t: float
+    y: np.ndarray
+
     def __init__(self, fun: Callable, t0: float, y0: np.ndarray, t_bound: float, h: float = 1e-5,
                  vectorized: bool = False, **extraneous: Any) -> None:
         if not (h > 0 and np.isfinite(h)):
@@ -74,10 +77,10 @@ class _CubicHermite(DenseOutput):
         s = (np.asarray(t, dtype=float) - self.t_old) / self.h
         s2, s3 = s * s, s * s * s
         w = (2 * s3 - 3 * s2 + 1, s3 - 2 * s2 + s, -2 * s3 + 3 * s2, s3 - s2)
-        parts = (self.y0, self.m0, self.y1, self.m1)
         if np.ndim(s) == 0:
-            return sum(wk * p for wk, p in zip(w, parts))
-        return sum(np.outer(p, wk) for wk, p in zip(w, parts))
+            return w[0] * self.y0 + w[1] * self.m0 + w[2] * self.y1 + w[3] * self.m1
+        return (np.outer(self.y0, w[0]) + np.outer(self.m0, w[1]) + np.outer(self.y1, w[2])
+                + np.outer(self.m1, w[3]))
 
 
 #: integration methods by name

@@ -38,7 +38,8 @@ class Load(Protocol):
 class LigamentLaw(Protocol):
     """A ligament's force ``force(length) -> N`` (0 when slack) with slack length ``l0`` (m)."""
 
-    l0: float
+    @property
+    def l0(self) -> float: ...
 
     def force(self, length: float) -> float: ...
 

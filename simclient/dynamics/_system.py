@@ -134,7 +134,7 @@ class MultibodySystem:
         Ri, ci = self.surface_pose(c.i)
         Rj, cj = self.surface_pose(c.j)
         # the smaller of two bounding spheres of i: around its box, or around its frame's origin
-        centre, radius = ci + Ri @ ((bi[0] + bi[1]) / 2), np.linalg.norm(bi[1] - bi[0]) / 2
+        centre, radius = ci + Ri @ ((bi[0] + bi[1]) / 2), float(np.linalg.norm(bi[1] - bi[0])) / 2
         rmax = c.i.window.header.rmax
         if rmax is not None and rmax < radius:
             centre, radius = ci, rmax
@@ -284,7 +284,7 @@ class MultibodySystem:
 
 
 @jit
-def _poses(y, free_idx, r, A, v, w) -> None:
+def _poses(y: np.ndarray, free_idx: np.ndarray, r: np.ndarray, A: np.ndarray, v: np.ndarray, w: np.ndarray) -> None:
     for f in range(len(free_idx)):
         b, k = free_idx[f], 13 * f
         rotation_into(y[k + 3:k + 7], A[b])
@@ -296,7 +296,7 @@ def _poses(y, free_idx, r, A, v, w) -> None:
 
 
 @jit
-def _apply(b, P, f, r, F, N) -> None:
+def _apply(b: int, P: np.ndarray, f: np.ndarray, r: np.ndarray, F: np.ndarray, N: np.ndarray) -> None:
     d0, d1, d2 = P[0] - r[b, 0], P[1] - r[b, 1], P[2] - r[b, 2]
     F[b, 0] += f[0]
     F[b, 1] += f[1]
@@ -307,7 +307,8 @@ def _apply(b, P, f, r, F, N) -> None:
 
 
 @jit
-def _rates(y, free_idx, mass, J, Jinv, g, A, F, N, dy) -> None:
+def _rates(y: np.ndarray, free_idx: np.ndarray, mass: np.ndarray, J: np.ndarray, Jinv: np.ndarray, g: np.ndarray,
+           A: np.ndarray, F: np.ndarray, N: np.ndarray, dy: np.ndarray) -> None:
     """Newton-Euler with Euler parameters for every free body (module docstring)."""
     for f in range(len(free_idx)):
         b, k = free_idx[f], 13 * f

@@ -168,7 +168,7 @@ class Scenario(ABC):
             if "help" not in meta:
                 continue
             unit = f" [{meta['unit']}]" if meta["unit"] else ""
-            kind = type(f.default)
+            kind: type = type(f.default)
             kwargs: dict[str, Any] = {"dest": f.name, "default": f.default,
                                       "help": f"{meta['help']}{unit} (default {_show(f.default)})"}
             if kind is bool:

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 from scipy.interpolate import PchipInterpolator
 
-from simclient.contact import FoundationContact, LinearLayer, NonlinearLayer, element_grid
+from simclient.contact import FoundationContact, LayerLaw, LinearLayer, NonlinearLayer, element_grid
 from simclient.dynamics import integrate
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.geometry import rx, ry, rz
@@ -60,10 +60,10 @@ from simclient.scenarios._base import Progress, Scenario, Summary, Tables, exten
 __all__ = ["ImplantKneeParams", "MATERIALS", "GAIT", "ImplantKnee", "artificial_knee", "ArtificialKnee"]
 
 #: UHMWPE of Bei & Fregly: linear E = 463 MPa, nu = 0.46; nonlinear eps0 = 0.0597, p0 = 18.4 MPa, n = 3
-MATERIALS = {"linear": LinearLayer(463e6, 0.46), "nonlinear": NonlinearLayer(0.0597, 18.4e6, 3, 0.46)}
+MATERIALS: dict[str, LayerLaw] = {"linear": LinearLayer(463e6, 0.46), "nonlinear": NonlinearLayer(0.0597, 18.4e6, 3, 0.46)}
 
 #: (time as a fraction of the cycle, value) knots of the gait-like cycle
-GAIT = {
+GAIT: dict[str, tuple[list[float], list[float]]] = {
     "flexion_deg": ([0, 0.15, 0.4, 0.6, 0.75, 0.9, 1.0], [5, 18, 8, 35, 60, 30, 5]),
     "internal_external_deg": ([0, 0.3, 0.6, 0.8, 1.0], [0, 3, -2, -4, 0]),
     "anterior_posterior_mm": ([0, 0.3, 0.6, 0.8, 1.0], [0, 1, -1, -2, 0]),

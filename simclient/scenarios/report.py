@@ -141,7 +141,7 @@ def save_artificial_knee(out: Path, gait: dict[str, Any], knee: Any, params: Any
     plt.close(fig)
     fig, ax = plt.subplots(2, 2, figsize=(11, 7))
     t = np.asarray(h["t_s"])
-    panels = [  # axes, curves (key, label), labels
+    panels: list[tuple[Any, list[tuple[str, str | None]], dict[str, str]]] = [  # axes, curves (key, label), labels
         (ax[0, 0], [("load_N", "axial load"), ("medial_N", "medial contact"), ("lateral_N", "lateral contact")],
          {"ylabel": "force [N]", "title": "loads"}),
         (ax[0, 1], [("flexion_deg", None)], {"ylabel": "flexion [deg]", "title": "prescribed flexion"}),

@@ -1,0 +1,67 @@
+"""The simclient command line: scenarios as plug-ins with their own options, every law selectable,
+bad input a clear error with exit status 1 (2 for usage errors)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def simclient(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "simclient.cli", *args], capture_output=True, text=True)
+
+
+def test_run_help_lists_the_registry():
+    from simclient.scenarios import SCENARIOS
+
+    r = simclient("run", "--help")
+    assert r.returncode == 0
+    for name in SCENARIOS:
+        assert name in r.stdout
+
+
+def test_each_scenario_shows_only_its_own_options():
+    ball = simclient("run", "bouncing-ball", "--help").stdout
+    for option in ("--law", "--cr", "--window-ball", "--window-ground", "--t-end", "--method", "--ball", "--ground",
+                   "--store", "--tables", "--json"):
+        assert option in ball, option
+    for option in ("--material", "--insert", "--femoral", "--analysis", "--condyle-medial", "--final-flexion-deg"):
+        assert option not in ball, option
+    knee = simclient("run", "artificial-knee", "--help").stdout
+    assert "--material" in knee and "--insert" in knee and "--window-ball" not in knee
+
+
+def test_double_layer_law_runs(sample_tables):
+    r = simclient("run", "bouncing-ball", "--tables", str(sample_tables), "--law", "double-layer", "--t-end", "0.06",
+                  "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["law"] == "double-layer" and s["impacts"] == 1 and s["status"] == "ok"
+    # 30 um stays inside the 0.415 mm first layer: the Hertz closed form holds
+    assert s["max_indentation_m"][0] == pytest.approx(s["analytic"]["max_indentation"], rel=0.01)
+
+
+@pytest.mark.parametrize("args, status, message", [
+    (["--t-end", "-1"], 1, "t_end must be positive"),
+    (["--t-end", "nan"], 2, "must be finite"),
+    (["--law", "nope"], 2, "invalid choice"),
+    (["--law", "gonthier", "--cr", "0"], 1, "coefficient of restitution"),
+    (["--law", "flores", "--cr", "1.5"], 1, "coefficient of restitution"),
+    (["--window-ball", "3by3"], 2, "window extent"),
+    (["--mass", "-1"], 1, "mass"),
+    (["--ball", "nope"], 1, "nope"),
+])
+def test_bad_input_is_a_clear_error(sample_tables, args, status, message):
+    r = simclient("run", "bouncing-ball", "--tables", str(sample_tables), *args)
+    assert r.returncode == status, r.stderr
+    assert message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_out_must_be_a_folder(sample_tables, tmp_path):
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    r = simclient("run", "bouncing-ball", "--tables", str(sample_tables), "--t-end", "0.01", "--out", str(f))
+    assert r.returncode == 1 and "not a folder" in r.stderr and f.read_text() == "x"
