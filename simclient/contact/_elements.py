@@ -35,7 +35,7 @@ from scipy.spatial import cKDTree
 
 from simclient.errors import ContactError
 from simclient.geometry import INSIDE, OUTSIDE_WINDOW, StorageWindow, evaluate, jit, locate, record_of
-from simclient.geometry.layout import EV_N, EV_S, EV_SIZE, EV_SU, EV_SV, FP_DU, FP_DV
+from simclient.geometry import layout as L
 from simclient.io import Source, read_field
 
 __all__ = ["ElementGrid", "element_grid", "ElementContact", "ElementDetector"]
@@ -145,7 +145,7 @@ NEAR = 2e-3  # m: a ray that leaves the window closer than this to the moving su
 def _ray_cast(buf, ip, fp, mode, O, D, uv, idx, out, max_iter, tol):
     """For elements ``idx``: solve ``S(u, v) = O + t D`` (moving frame) from ``uv``; write
     ``out[k] = (t, u, v, n_x, n_y, n_z, status)``."""
-    ev = np.empty(EV_SIZE)
+    ev = np.empty(L.EV_SIZE)
     for k in idx:
         u, v = uv[k, 0], uv[k, 1]
         status = MISSED
@@ -157,11 +157,11 @@ def _ray_cast(buf, ip, fp, mode, O, D, uv, idx, out, max_iter, tol):
                 break
             evaluate(buf, ip, fp, u, v, mode, ev)
             # F = S - O - t D; J = [S_u, S_v, -D]
-            f0 = ev[EV_S] - O[k, 0] - t * D[k, 0]
-            f1 = ev[EV_S + 1] - O[k, 1] - t * D[k, 1]
-            f2 = ev[EV_S + 2] - O[k, 2] - t * D[k, 2]
-            a0, a1, a2 = ev[EV_SU], ev[EV_SU + 1], ev[EV_SU + 2]
-            b0, b1, b2 = ev[EV_SV], ev[EV_SV + 1], ev[EV_SV + 2]
+            f0 = ev[L.EV_S] - O[k, 0] - t * D[k, 0]
+            f1 = ev[L.EV_S + 1] - O[k, 1] - t * D[k, 1]
+            f2 = ev[L.EV_S + 2] - O[k, 2] - t * D[k, 2]
+            a0, a1, a2 = ev[L.EV_SU], ev[L.EV_SU + 1], ev[L.EV_SU + 2]
+            b0, b1, b2 = ev[L.EV_SV], ev[L.EV_SV + 1], ev[L.EV_SV + 2]
             c0, c1, c2 = -D[k, 0], -D[k, 1], -D[k, 2]
             det = a0 * (b1 * c2 - b2 * c1) - b0 * (a1 * c2 - a2 * c1) + c0 * (a1 * b2 - a2 * b1)
             if det == 0.0 or det != det:
@@ -171,22 +171,22 @@ def _ray_cast(buf, ip, fp, mode, O, D, uv, idx, out, max_iter, tol):
             x1 = -(a0 * (f1 * c2 - f2 * c1) - f0 * (a1 * c2 - a2 * c1) + c0 * (a1 * f2 - a2 * f1)) / det
             x2 = -(a0 * (b1 * f2 - b2 * f1) - b0 * (a1 * f2 - a2 * f1) + f0 * (a1 * b2 - a2 * b1)) / det
             # at most 4 grid cells per step
-            scale = max(abs(x0) / (4 * fp[FP_DU]), abs(x1) / (4 * fp[FP_DV]), 1.0)
+            scale = max(abs(x0) / (4 * fp[L.FP_DU]), abs(x1) / (4 * fp[L.FP_DV]), 1.0)
             u += x0 / scale
             v += x1 / scale
             t += x2 / scale
             if scale == 1.0 and math.sqrt(f0 * f0 + f1 * f1 + f2 * f2) < tol:
                 if locate(ip, fp, u, v) == INSIDE:
                     evaluate(buf, ip, fp, u, v, mode, ev)
-                    t = ((ev[EV_S] - O[k, 0]) * D[k, 0] + (ev[EV_S + 1] - O[k, 1]) * D[k, 1]
-                         + (ev[EV_S + 2] - O[k, 2]) * D[k, 2])
+                    t = ((ev[L.EV_S] - O[k, 0]) * D[k, 0] + (ev[L.EV_S + 1] - O[k, 1]) * D[k, 1]
+                         + (ev[L.EV_S + 2] - O[k, 2]) * D[k, 2])
                     status = HIT
                 break
         out[k, 0] = t
         out[k, 1] = u
         out[k, 2] = v
         if status == HIT:
-            out[k, 3], out[k, 4], out[k, 5] = ev[EV_N], ev[EV_N + 1], ev[EV_N + 2]
+            out[k, 3], out[k, 4], out[k, 5] = ev[L.EV_N], ev[L.EV_N + 1], ev[L.EV_N + 2]
         out[k, 6] = status
 
 

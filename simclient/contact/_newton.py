@@ -14,41 +14,7 @@ from enum import IntEnum
 import numpy as np
 
 from simclient.geometry import OUTSIDE_TABLE, OUTSIDE_WINDOW, evaluate, jit, locate
-from simclient.geometry.layout import (
-    EV_N,
-    EV_S,
-    EV_SIZE,
-    EV_SU,
-    EV_SV,
-    EV_TU,
-    EV_TUU,
-    EV_TUV,
-    EV_TV,
-    EV_TVU,
-    EV_TVV,
-    FP_DU,
-    FP_DV,
-    FP_SIZE,
-    IP_SIZE,
-    OUT_DEPTH,
-    OUT_N,
-    OUT_NI,
-    OUT_PI,
-    OUT_PJ,
-    OUT_RESIDUAL,
-    OUT_SIZE,
-    PAIR_CHECK,
-    PAIR_FP_I,
-    PAIR_FP_J,
-    PAIR_IP_I,
-    PAIR_IP_J,
-    PAIR_MAX_ITER,
-    PAIR_MAX_STEP,
-    PAIR_MODE,
-    PAIR_QUIET_I,
-    PAIR_QUIET_J,
-    PAIR_TOL,
-)
+from simclient.geometry import layout as L
 
 __all__ = ["ContactStatus", "solve_contact"]
 
@@ -95,10 +61,10 @@ def _rot(R: np.ndarray, x: np.ndarray, o: int, out: np.ndarray, p: int) -> None:
 @jit
 def _global(ev: np.ndarray, R: np.ndarray, c: np.ndarray, g: np.ndarray) -> None:
     """Rotate every vector of ``ev`` into the global frame; translate the position."""
-    for o in range(0, EV_SIZE, 3):
+    for o in range(0, L.EV_SIZE, 3):
         _rot(R, ev, o, g, o)
     for r in range(3):
-        g[EV_S + r] += c[r]
+        g[L.EV_S + r] += c[r]
 
 
 @jit
@@ -157,18 +123,18 @@ def _residual(buf_i: np.ndarray, ip_i: np.ndarray, fp_i: np.ndarray, buf_j: np.n
     _global(ev, R_i, c_i, gi)
     evaluate(buf_j, ip_j, fp_j, x[2], x[3], mode, ev)
     _global(ev, R_j, c_j, gj)
-    _cross(gj, EV_TU, gj, EV_TV, m, 0)  # m_j = T_uj x T_vj, along the normal of j
-    d0, d1, d2 = gj[EV_S] - gi[EV_S], gj[EV_S + 1] - gi[EV_S + 1], gj[EV_S + 2] - gi[EV_S + 2]
-    F[0] = _dot(m, 0, gi, EV_TU)
-    F[1] = _dot(m, 0, gi, EV_TV)
-    F[2] = d0 * gj[EV_TU] + d1 * gj[EV_TU + 1] + d2 * gj[EV_TU + 2]
-    F[3] = d0 * gj[EV_TV] + d1 * gj[EV_TV + 1] + d2 * gj[EV_TV + 2]
+    _cross(gj, L.EV_TU, gj, L.EV_TV, m, 0)  # m_j = T_uj x T_vj, along the normal of j
+    d0, d1, d2 = gj[L.EV_S] - gi[L.EV_S], gj[L.EV_S + 1] - gi[L.EV_S + 1], gj[L.EV_S + 2] - gi[L.EV_S + 2]
+    F[0] = _dot(m, 0, gi, L.EV_TU)
+    F[1] = _dot(m, 0, gi, L.EV_TV)
+    F[2] = d0 * gj[L.EV_TU] + d1 * gj[L.EV_TU + 1] + d2 * gj[L.EV_TU + 2]
+    F[3] = d0 * gj[L.EV_TV] + d1 * gj[L.EV_TV + 1] + d2 * gj[L.EV_TV + 2]
     # merit: rows 0-1 scaled to angles (rad), rows 2-3 to distances in grid cells of surface i,
     # so that surfaces with very different tangent lengths weigh alike
     mm = _dot(m, 0, m, 0)
-    cell2 = fp_i[FP_DU] * fp_i[FP_DU] * _dot(gi, EV_TU, gi, EV_TU)
-    return (F[0] ** 2 / (mm * _dot(gi, EV_TU, gi, EV_TU)) + F[1] ** 2 / (mm * _dot(gi, EV_TV, gi, EV_TV))
-            + (F[2] ** 2 / _dot(gj, EV_TU, gj, EV_TU) + F[3] ** 2 / _dot(gj, EV_TV, gj, EV_TV)) / cell2)
+    cell2 = fp_i[L.FP_DU] * fp_i[L.FP_DU] * _dot(gi, L.EV_TU, gi, L.EV_TU)
+    return (F[0] ** 2 / (mm * _dot(gi, L.EV_TU, gi, L.EV_TU)) + F[1] ** 2 / (mm * _dot(gi, L.EV_TV, gi, L.EV_TV))
+            + (F[2] ** 2 / _dot(gj, L.EV_TU, gj, L.EV_TU) + F[3] ** 2 / _dot(gj, L.EV_TV, gj, L.EV_TV)) / cell2)
 
 
 @jit
@@ -209,20 +175,20 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
 
     Returns ``(status, iterations)``, status a :class:`ContactStatus` value.
     """
-    ip_i, ip_j = ints[PAIR_IP_I:PAIR_IP_I + IP_SIZE], ints[PAIR_IP_J:PAIR_IP_J + IP_SIZE]
-    mode, max_iter = ints[PAIR_MODE], ints[PAIR_MAX_ITER]
-    fp_i, fp_j = flts[PAIR_FP_I:PAIR_FP_I + FP_SIZE], flts[PAIR_FP_J:PAIR_FP_J + FP_SIZE]
-    tol, max_step = flts[PAIR_TOL], flts[PAIR_MAX_STEP]
-    if ints[PAIR_CHECK]:  # the thesis' update rule, fast path: is each guess in its window's quiet records?
-        qi, qj = flts[PAIR_QUIET_I:PAIR_QUIET_I + 4], flts[PAIR_QUIET_J:PAIR_QUIET_J + 4]
+    ip_i, ip_j = ints[L.PAIR_IP_I:L.PAIR_IP_I + L.IP_SIZE], ints[L.PAIR_IP_J:L.PAIR_IP_J + L.IP_SIZE]
+    mode, max_iter = ints[L.PAIR_MODE], ints[L.PAIR_MAX_ITER]
+    fp_i, fp_j = flts[L.PAIR_FP_I:L.PAIR_FP_I + L.FP_SIZE], flts[L.PAIR_FP_J:L.PAIR_FP_J + L.FP_SIZE]
+    tol, max_step = flts[L.PAIR_TOL], flts[L.PAIR_MAX_STEP]
+    if ints[L.PAIR_CHECK]:  # the thesis' update rule, fast path: is each guess in its window's quiet records?
+        qi, qj = flts[L.PAIR_QUIET_I:L.PAIR_QUIET_I + 4], flts[L.PAIR_QUIET_J:L.PAIR_QUIET_J + 4]
         if not (qi[0] <= x[0] < qi[2] and qi[1] <= x[1] < qi[3] and qj[0] <= x[2] < qj[2] and qj[1] <= x[3] < qj[3]):
             return NEEDS_UPDATE, 0
-    out = work[0:OUT_SIZE]
-    o = OUT_SIZE
-    ev = work[o:o + EV_SIZE]
-    gi = work[o + EV_SIZE:o + 2 * EV_SIZE]
-    gj = work[o + 2 * EV_SIZE:o + 3 * EV_SIZE]
-    o += 3 * EV_SIZE
+    out = work[0:L.OUT_SIZE]
+    o = L.OUT_SIZE
+    ev = work[o:o + L.EV_SIZE]
+    gi = work[o + L.EV_SIZE:o + 2 * L.EV_SIZE]
+    gj = work[o + 2 * L.EV_SIZE:o + 3 * L.EV_SIZE]
+    o += 3 * L.EV_SIZE
     F = work[o:o + 4]
     Fn = work[o + 4:o + 8]
     J = work[o + 8:o + 24].reshape(4, 4)
@@ -231,36 +197,36 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
     mj = work[o + 32:o + 35]
     mu = work[o + 35:o + 41]
     mv = work[o + 41:o + 47]
-    h0, h1, h2, h3 = fp_i[FP_DU], fp_i[FP_DV], fp_j[FP_DU], fp_j[FP_DV]
+    h0, h1, h2, h3 = fp_i[L.FP_DU], fp_i[L.FP_DV], fp_j[L.FP_DU], fp_j[L.FP_DV]
     status = NOT_CONVERGED
     it = 0
     f2 = _residual(buf_i, ip_i, fp_i, buf_j, ip_j, fp_j, R_i, c_i, R_j, c_j, x, mode, ev, gi, gj, F, mj)
     while it < max_iter:
         it += 1
-        d0, d1, d2 = gj[EV_S] - gi[EV_S], gj[EV_S + 1] - gi[EV_S + 1], gj[EV_S + 2] - gi[EV_S + 2]
+        d0, d1, d2 = gj[L.EV_S] - gi[L.EV_S], gj[L.EV_S + 1] - gi[L.EV_S + 1], gj[L.EV_S + 2] - gi[L.EV_S + 2]
         # rows 0-1: m_j . T_ui, m_j . T_vi with m_j = T_uj x T_vj; columns u_i, v_i, u_j, v_j
-        _cross(gj, EV_TUU, gj, EV_TV, mu, 0)  # dm/du_j = T_uj,u x T_vj + T_uj x T_vj,u
-        _cross(gj, EV_TU, gj, EV_TVU, mu, 3)
-        _cross(gj, EV_TUV, gj, EV_TV, mv, 0)  # dm/dv_j = T_uj,v x T_vj + T_uj x T_vj,v
-        _cross(gj, EV_TU, gj, EV_TVV, mv, 3)
+        _cross(gj, L.EV_TUU, gj, L.EV_TV, mu, 0)  # dm/du_j = T_uj,u x T_vj + T_uj x T_vj,u
+        _cross(gj, L.EV_TU, gj, L.EV_TVU, mu, 3)
+        _cross(gj, L.EV_TUV, gj, L.EV_TV, mv, 0)  # dm/dv_j = T_uj,v x T_vj + T_uj x T_vj,v
+        _cross(gj, L.EV_TU, gj, L.EV_TVV, mv, 3)
         for k in range(3):
             mu[k] += mu[3 + k]
             mv[k] += mv[3 + k]
         for r in range(2):
-            t = EV_TU if r == 0 else EV_TV  # T_ui or T_vi
-            J[r, 0] = _dot(mj, 0, gi, EV_TUU if r == 0 else EV_TVU)
-            J[r, 1] = _dot(mj, 0, gi, EV_TUV if r == 0 else EV_TVV)
+            t = L.EV_TU if r == 0 else L.EV_TV  # T_ui or T_vi
+            J[r, 0] = _dot(mj, 0, gi, L.EV_TUU if r == 0 else L.EV_TVU)
+            J[r, 1] = _dot(mj, 0, gi, L.EV_TUV if r == 0 else L.EV_TVV)
             J[r, 2] = _dot(mu, 0, gi, t)
             J[r, 3] = _dot(mv, 0, gi, t)
         # rows 2-3: d . T_uj, d . T_vj with d = P_j - P_i
         for r in range(2, 4):
-            t = EV_TU if r == 2 else EV_TV
-            J[r, 0] = -_dot(gi, EV_SU, gj, t)
-            J[r, 1] = -_dot(gi, EV_SV, gj, t)
-            du_o = EV_TUU if r == 2 else EV_TVU
-            dv_o = EV_TUV if r == 2 else EV_TVV
-            J[r, 2] = _dot(gj, EV_SU, gj, t) + d0 * gj[du_o] + d1 * gj[du_o + 1] + d2 * gj[du_o + 2]
-            J[r, 3] = _dot(gj, EV_SV, gj, t) + d0 * gj[dv_o] + d1 * gj[dv_o + 1] + d2 * gj[dv_o + 2]
+            t = L.EV_TU if r == 2 else L.EV_TV
+            J[r, 0] = -_dot(gi, L.EV_SU, gj, t)
+            J[r, 1] = -_dot(gi, L.EV_SV, gj, t)
+            du_o = L.EV_TUU if r == 2 else L.EV_TVU
+            dv_o = L.EV_TUV if r == 2 else L.EV_TVV
+            J[r, 2] = _dot(gj, L.EV_SU, gj, t) + d0 * gj[du_o] + d1 * gj[du_o + 1] + d2 * gj[du_o + 2]
+            J[r, 3] = _dot(gj, L.EV_SV, gj, t) + d0 * gj[dv_o] + d1 * gj[dv_o + 1] + d2 * gj[dv_o + 2]
         for r in range(4):
             F[r] = -F[r]
         if not _solve4(J, F, dx):
@@ -304,13 +270,13 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
             status = CONVERGED
             break
     for r in range(3):
-        out[OUT_PI + r] = gi[EV_S + r]
-        out[OUT_PJ + r] = gj[EV_S + r]
-        out[OUT_N + r] = gj[EV_N + r]
-        out[OUT_NI + r] = gi[EV_N + r]
-    out[OUT_DEPTH] = ((gj[EV_S] - gi[EV_S]) * gj[EV_N] + (gj[EV_S + 1] - gi[EV_S + 1]) * gj[EV_N + 1]
-                      + (gj[EV_S + 2] - gi[EV_S + 2]) * gj[EV_N + 2])
-    out[OUT_RESIDUAL] = math.sqrt(f2)
-    if status == CONVERGED and _dot(gi, EV_N, gj, EV_N) > 0.0:
+        out[L.OUT_PI + r] = gi[L.EV_S + r]
+        out[L.OUT_PJ + r] = gj[L.EV_S + r]
+        out[L.OUT_N + r] = gj[L.EV_N + r]
+        out[L.OUT_NI + r] = gi[L.EV_N + r]
+    out[L.OUT_DEPTH] = ((gj[L.EV_S] - gi[L.EV_S]) * gj[L.EV_N] + (gj[L.EV_S + 1] - gi[L.EV_S + 1]) * gj[L.EV_N + 1]
+                      + (gj[L.EV_S + 2] - gi[L.EV_S + 2]) * gj[L.EV_N + 2])
+    out[L.OUT_RESIDUAL] = math.sqrt(f2)
+    if status == CONVERGED and _dot(gi, L.EV_N, gj, L.EV_N) > 0.0:
         status = NORMALS_ALIGNED  # a wrong-way normal: the surfaces cannot touch here
     return status, it

@@ -28,6 +28,11 @@ __all__ = ["Contact", "ContactPair"]
 _STATUSES = tuple(ContactStatus)  # a tuple lookup is ten times cheaper than ContactStatus(code)
 
 
+def _vector(offset: int, doc: str) -> property:
+    """A read-only 3-vector of a contact's data at ``offset``."""
+    return property(lambda self: self._d[offset:offset + 3], doc=doc)
+
+
 class Contact:
     """Result of a contact evaluation (global frame, SI units).
 
@@ -43,21 +48,10 @@ class Contact:
     def __init__(self, status: ContactStatus, iterations: int, params: np.ndarray, data: np.ndarray) -> None:
         self.status, self.iterations, self.params, self._d = status, iterations, params, data
 
-    @property
-    def point_i(self) -> np.ndarray:
-        return self._d[L.OUT_PI:L.OUT_PI + 3]
-
-    @property
-    def point_j(self) -> np.ndarray:
-        return self._d[L.OUT_PJ:L.OUT_PJ + 3]
-
-    @property
-    def normal(self) -> np.ndarray:
-        return self._d[L.OUT_N:L.OUT_N + 3]
-
-    @property
-    def normal_i(self) -> np.ndarray:
-        return self._d[L.OUT_NI:L.OUT_NI + 3]
+    point_i = _vector(L.OUT_PI, "The contact point on surface i (m, global).")
+    point_j = _vector(L.OUT_PJ, "The contact point on surface j (m, global).")
+    normal = _vector(L.OUT_N, "The unit outward normal of surface j at ``point_j`` (global).")
+    normal_i = _vector(L.OUT_NI, "The unit outward normal of surface i at ``point_i`` (global).")
 
     @property
     def indentation(self) -> float:

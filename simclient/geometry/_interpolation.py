@@ -20,31 +20,7 @@ import math
 import numba as nb
 import numpy as np
 
-from simclient.geometry.layout import (
-    EV_N,
-    EV_S,
-    EV_SU,
-    EV_SV,
-    EV_TU,
-    EV_TUU,
-    EV_TUV,
-    EV_TV,
-    EV_TVU,
-    EV_TVV,
-    FP_DU,
-    FP_DV,
-    FP_NORMAL_SIGN,
-    FP_U0,
-    FP_V0,
-    IP_BU,
-    IP_BV,
-    IP_I_HI,
-    IP_I_LO,
-    IP_J_HI,
-    IP_J_LO,
-    IP_U_NPTS,
-    IP_V_NPTS,
-)
+from simclient.geometry import layout as L
 
 __all__ = ["BILINEAR", "HERMITE", "INSIDE", "OUTSIDE_WINDOW", "OUTSIDE_TABLE", "evaluate", "locate", "jit"]
 
@@ -73,9 +49,9 @@ def _cell(x: float, lo: int, hi: int) -> int:
 def _twist3(buf: np.ndarray, ip: np.ndarray, i: int, j: int, du: float, dv: float) -> tuple[float, float, float]:
     """Twist s_uv * du * dv at grid node (i, j): the mean of d(tu)/dv and d(tv)/du by central
     differences (one-sided at the window's edges)."""
-    Bu, Bv = ip[IP_BU], ip[IP_BV]
-    jm, jp = max(j - 1, ip[IP_J_LO]), min(j + 1, ip[IP_J_HI] - 1)
-    im, ip_ = max(i - 1, ip[IP_I_LO]), min(i + 1, ip[IP_I_HI] - 1)
+    Bu, Bv = ip[L.IP_BU], ip[L.IP_BV]
+    jm, jp = max(j - 1, ip[L.IP_J_LO]), min(j + 1, ip[L.IP_J_HI] - 1)
+    im, ip_ = max(i - 1, ip[L.IP_I_LO]), min(i + 1, ip[L.IP_I_HI] - 1)
     ii, jj = i % Bu, j % Bv
     jmb, jpb, imb, ipb = jm % Bv, jp % Bv, im % Bu, ip_ % Bu
     fu = 0.5 * du / (jp - jm)  # d(tu)/dv per grid step, times du dv / 2
@@ -97,15 +73,26 @@ def _corner(P, U, V, W, fa, ga, dfa, dga, ddfa, ddga, fb, gb, dfb, dgb, ddfb, dd
 
 
 @jit
+def _hermite_basis(a: float) -> tuple[float, float, float, float, float, float, float, float, float, float, float,
+                                      float]:
+    """The cubic Hermite basis at ``a`` in [0, 1] and its first and second derivatives: values
+    ``h0, h1`` (corner 0, 1), slopes ``g0, g1``, then ``h', g'`` and ``h'', g''`` in the same order."""
+    a2 = a * a
+    return (2 * a2 * a - 3 * a2 + 1, -2 * a2 * a + 3 * a2, a2 * a - 2 * a2 + a, a2 * a - a2,
+            6 * a2 - 6 * a, -6 * a2 + 6 * a, 3 * a2 - 4 * a + 1, 3 * a2 - 2 * a,
+            12 * a - 6, -12 * a + 6, 6 * a - 4, 6 * a - 2)
+
+
+@jit
 def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float, mode: int,
              ev: np.ndarray) -> None:
     """Interpolate the window at (u, v) into ``ev`` (see the module docstring)."""
-    Bu, Bv = ip[IP_BU], ip[IP_BV]
-    du, dv = fp[FP_DU], fp[FP_DV]
-    x = (u - fp[FP_U0]) / du
-    y = (v - fp[FP_V0]) / dv
-    i = _cell(x, ip[IP_I_LO], ip[IP_I_HI])
-    j = _cell(y, ip[IP_J_LO], ip[IP_J_HI])
+    Bu, Bv = ip[L.IP_BU], ip[L.IP_BV]
+    du, dv = fp[L.FP_DU], fp[L.FP_DV]
+    x = (u - fp[L.FP_U0]) / du
+    y = (v - fp[L.FP_V0]) / dv
+    i = _cell(x, ip[L.IP_I_LO], ip[L.IP_I_HI])
+    j = _cell(y, ip[L.IP_J_LO], ip[L.IP_J_HI])
     a = x - i
     b = y - j
     i0, i1 = i % Bu, (i + 1) % Bu
@@ -117,36 +104,25 @@ def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float
         w11 = a * b
         for k in range(3):
             p00, p10, p01, p11 = buf[i0, j0, 2 + k], buf[i1, j0, 2 + k], buf[i0, j1, 2 + k], buf[i1, j1, 2 + k]
-            ev[EV_S + k] = w00 * p00 + w10 * p10 + w01 * p01 + w11 * p11
-            ev[EV_SU + k] = ((1 - b) * (p10 - p00) + b * (p11 - p01)) / du
-            ev[EV_SV + k] = ((1 - a) * (p01 - p00) + a * (p11 - p10)) / dv
-            for f, o in ((8, EV_TU), (11, EV_TV), (5, EV_N)):  # table fields tu, tv, n
+            ev[L.EV_S + k] = w00 * p00 + w10 * p10 + w01 * p01 + w11 * p11
+            ev[L.EV_SU + k] = ((1 - b) * (p10 - p00) + b * (p11 - p01)) / du
+            ev[L.EV_SV + k] = ((1 - a) * (p01 - p00) + a * (p11 - p10)) / dv
+            for f, o in ((8, L.EV_TU), (11, L.EV_TV), (5, L.EV_N)):  # table fields tu, tv, n
                 q00, q10, q01, q11 = buf[i0, j0, f + k], buf[i1, j0, f + k], buf[i0, j1, f + k], buf[i1, j1, f + k]
                 ev[o + k] = w00 * q00 + w10 * q10 + w01 * q01 + w11 * q11
-                if o == EV_TU:
-                    ev[EV_TUU + k] = ((1 - b) * (q10 - q00) + b * (q11 - q01)) / du
-                    ev[EV_TUV + k] = ((1 - a) * (q01 - q00) + a * (q11 - q10)) / dv
-                elif o == EV_TV:
-                    ev[EV_TVU + k] = ((1 - b) * (q10 - q00) + b * (q11 - q01)) / du
-                    ev[EV_TVV + k] = ((1 - a) * (q01 - q00) + a * (q11 - q10)) / dv
-        nn = math.sqrt(ev[EV_N] ** 2 + ev[EV_N + 1] ** 2 + ev[EV_N + 2] ** 2)
+                if o == L.EV_TU:
+                    ev[L.EV_TUU + k] = ((1 - b) * (q10 - q00) + b * (q11 - q01)) / du
+                    ev[L.EV_TUV + k] = ((1 - a) * (q01 - q00) + a * (q11 - q10)) / dv
+                elif o == L.EV_TV:
+                    ev[L.EV_TVU + k] = ((1 - b) * (q10 - q00) + b * (q11 - q01)) / du
+                    ev[L.EV_TVV + k] = ((1 - a) * (q01 - q00) + a * (q11 - q10)) / dv
+        nn = math.sqrt(ev[L.EV_N] ** 2 + ev[L.EV_N + 1] ** 2 + ev[L.EV_N + 2] ** 2)
         for k in range(3):
-            ev[EV_N + k] /= nn
+            ev[L.EV_N + k] /= nn
         return
     # Bicubic Hermite. Basis on [0, 1]: value h0 (corner 0), h1 (corner 1); slope g0, g1.
-    a2, b2 = a * a, b * b
-    ha0, ha1 = 2 * a2 * a - 3 * a2 + 1, -2 * a2 * a + 3 * a2
-    ga0, ga1 = a2 * a - 2 * a2 + a, a2 * a - a2
-    dha0, dha1 = 6 * a2 - 6 * a, -6 * a2 + 6 * a
-    dga0, dga1 = 3 * a2 - 4 * a + 1, 3 * a2 - 2 * a
-    ddha0, ddha1 = 12 * a - 6, -12 * a + 6
-    ddga0, ddga1 = 6 * a - 4, 6 * a - 2
-    hb0, hb1 = 2 * b2 * b - 3 * b2 + 1, -2 * b2 * b + 3 * b2
-    gb0, gb1 = b2 * b - 2 * b2 + b, b2 * b - b2
-    dhb0, dhb1 = 6 * b2 - 6 * b, -6 * b2 + 6 * b
-    dgb0, dgb1 = 3 * b2 - 4 * b + 1, 3 * b2 - 2 * b
-    ddhb0, ddhb1 = 12 * b - 6, -12 * b + 6
-    ddgb0, ddgb1 = 6 * b - 4, 6 * b - 2
+    ha0, ha1, ga0, ga1, dha0, dha1, dga0, dga1, ddha0, ddha1, ddga0, ddga1 = _hermite_basis(a)
+    hb0, hb1, gb0, gb1, dhb0, dhb1, dgb0, dgb1, ddhb0, ddhb1, ddgb0, ddgb1 = _hermite_basis(b)
     # twists at the four corner nodes (all three components), shared with the neighbouring cells
     t00x, t00y, t00z = _twist3(buf, ip, i, j, du, dv)
     t10x, t10y, t10z = _twist3(buf, ip, i + 1, j, du, dv)
@@ -175,35 +151,35 @@ def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float
         saa = a00[3] + a10[3] + a01[3] + a11[3]
         sab = a00[4] + a10[4] + a01[4] + a11[4]
         sbb = a00[5] + a10[5] + a01[5] + a11[5]
-        ev[EV_S + k] = s_
-        ev[EV_SU + k] = sa / du
-        ev[EV_SV + k] = sb / dv
-        ev[EV_TU + k] = sa / du
-        ev[EV_TV + k] = sb / dv
-        ev[EV_TUU + k] = saa / (du * du)
-        ev[EV_TUV + k] = sab / (du * dv)
-        ev[EV_TVU + k] = sab / (du * dv)
-        ev[EV_TVV + k] = sbb / (dv * dv)
-    su, sv = EV_SU, EV_SV
+        ev[L.EV_S + k] = s_
+        ev[L.EV_SU + k] = sa / du
+        ev[L.EV_SV + k] = sb / dv
+        ev[L.EV_TU + k] = sa / du
+        ev[L.EV_TV + k] = sb / dv
+        ev[L.EV_TUU + k] = saa / (du * du)
+        ev[L.EV_TUV + k] = sab / (du * dv)
+        ev[L.EV_TVU + k] = sab / (du * dv)
+        ev[L.EV_TVV + k] = sbb / (dv * dv)
+    su, sv = L.EV_SU, L.EV_SV
     nx = ev[su + 1] * ev[sv + 2] - ev[su + 2] * ev[sv + 1]
     ny = ev[su + 2] * ev[sv] - ev[su] * ev[sv + 2]
     nz = ev[su] * ev[sv + 1] - ev[su + 1] * ev[sv]
-    nn = math.sqrt(nx * nx + ny * ny + nz * nz) * fp[FP_NORMAL_SIGN]
-    ev[EV_N] = nx / nn
-    ev[EV_N + 1] = ny / nn
-    ev[EV_N + 2] = nz / nn
+    nn = math.sqrt(nx * nx + ny * ny + nz * nz) * fp[L.FP_NORMAL_SIGN]
+    ev[L.EV_N] = nx / nn
+    ev[L.EV_N + 1] = ny / nn
+    ev[L.EV_N + 2] = nz / nn
 
 
 @jit
 def locate(ip: np.ndarray, fp: np.ndarray, u: float, v: float) -> int:
     """Where (u, v) lies: ``INSIDE`` the window's points, ``OUTSIDE_WINDOW`` but inside the table,
     or ``OUTSIDE_TABLE`` (tolerance 1e-9 grid cells)."""
-    x = (u - fp[FP_U0]) / fp[FP_DU]
-    y = (v - fp[FP_V0]) / fp[FP_DV]
+    x = (u - fp[L.FP_U0]) / fp[L.FP_DU]
+    y = (v - fp[L.FP_V0]) / fp[L.FP_DV]
     eps = 1e-9
-    if x < -eps or y < -eps or x > ip[IP_U_NPTS] - 1 + eps or y > ip[IP_V_NPTS] - 1 + eps:
+    if x < -eps or y < -eps or x > ip[L.IP_U_NPTS] - 1 + eps or y > ip[L.IP_V_NPTS] - 1 + eps:
         return OUTSIDE_TABLE
-    if (x < ip[IP_I_LO] - eps or x > ip[IP_I_HI] - 1 + eps or y < ip[IP_J_LO] - eps
-            or y > ip[IP_J_HI] - 1 + eps):
+    if (x < ip[L.IP_I_LO] - eps or x > ip[L.IP_I_HI] - 1 + eps or y < ip[L.IP_J_LO] - eps
+            or y > ip[L.IP_J_HI] - 1 + eps):
         return OUTSIDE_WINDOW
     return INSIDE

@@ -1,7 +1,7 @@
 """Scenarios: ready-made models run by ``simclient run NAME``, registered by name in :data:`SCENARIOS`.
 
 Each scenario module declares a :class:`Scenario` subclass (its parameters, options, tables, run
-and report, see :mod:`simclient.scenarios._base`) and registers it; this package imports every
+and report, see :mod:`simclient.scenarios._base`), which registers it; this package imports every
 scenario module listed in ``_MODULES``, so adding a scenario touches this folder only.
 :mod:`simclient.scenarios.validate` holds the closed-form validation cases and
 :mod:`simclient.scenarios.report` the histories and plots.
@@ -19,7 +19,6 @@ from simclient.scenarios._base import (
     get_scenario,
     locate,
     param,
-    register,
 )
 from simclient.scenarios._tables import ensure_sample_tables, ensure_table, sample_spec
 
@@ -28,5 +27,5 @@ _MODULES = ("bouncing_ball", "knee3d", "artificial_knee")
 for _name in _MODULES:
     _importlib.import_module(f"simclient.scenarios.{_name}")
 
-__all__ = ["SCENARIOS", "Scenario", "Summary", "Tables", "Progress", "param", "register", "get_scenario", "locate",
+__all__ = ["SCENARIOS", "Scenario", "Summary", "Tables", "Progress", "param", "get_scenario", "locate",
            "extent", "ensure_sample_tables", "ensure_table", "sample_spec"]

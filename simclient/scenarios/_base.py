@@ -1,14 +1,17 @@
 """The scenario plug-in contract: parameters, tables, runs and summaries.
 
-A scenario is a subclass of :class:`Scenario` registered with :func:`register`. It declares
+A scenario is a subclass of :class:`Scenario`; defining it registers it. It declares, as class
+keywords (``class Ball(Scenario, name=..., title=..., params=..., tables=...)``),
 
 - ``name`` (``simclient run NAME``) and ``title`` (one line for ``--help``);
-- ``Params``: a frozen dataclass of its parameters. Fields made with :func:`param` carry a help
-  text and a unit and become its command-line options (``--field-name``); the integration method
-  and its tolerances are parameters like any other, with the scenario's default;
+- ``params``: a frozen dataclass of its parameters (``Params`` on the class). Fields made with
+  :func:`param` carry a help text and a unit and become its command-line options
+  (``--field-name``); the integration method and its tolerances are parameters like any other,
+  with the scenario's default;
 - ``tables``: the tables it reads, by role, with the default table name of each (the names of the
   sample definitions); each role is also an option (``--ROLE NAME-OR-LOCATION``);
-- ``run(params, tables, out=, progress=) -> Summary`` and ``report(summary) -> str``.
+
+and implements ``run(params, tables, out=, progress=) -> Summary`` and ``report(summary) -> str``.
 
 Adding a scenario touches ``simclient/scenarios/`` only: a module with the class, imported by the
 package (see :mod:`simclient.scenarios`).
@@ -32,8 +35,7 @@ import numpy as np
 from simclient.errors import ParameterError
 from simclient.io import Source, open_surface
 
-__all__ = ["Scenario", "Summary", "Tables", "param", "register", "SCENARIOS", "get_scenario", "locate", "extent",
-           "Progress"]
+__all__ = ["Scenario", "Summary", "Tables", "param", "SCENARIOS", "get_scenario", "locate", "extent", "Progress"]
 
 #: progress callback: one line of text per stage
 Progress = Callable[[str], None]
@@ -132,6 +134,10 @@ class Summary:
         return json.dumps({"scenario": self.scenario, **self.values}, indent=indent, default=_plain)
 
 
+#: registered scenarios by name (a :class:`Scenario` subclass registers itself when defined)
+SCENARIOS: dict[str, type[Scenario]] = {}
+
+
 def _plain(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return x.tolist()
@@ -148,7 +154,15 @@ class Scenario(ABC):
     name: ClassVar[str]
     title: ClassVar[str]
     Params: ClassVar[type]
-    tables: ClassVar[dict[str, str]] = {}
+    tables: ClassVar[dict[str, str]]
+
+    def __init_subclass__(cls, *, name: str, title: str, params: type, tables: dict[str, str],
+                          **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.name, cls.title, cls.Params, cls.tables = name, title, params, dict(tables)
+        if name in SCENARIOS:
+            raise ParameterError(f"a scenario named {name!r} is already registered")
+        SCENARIOS[name] = cls
 
     @abstractmethod
     def run(self, params: Any, tables: Tables, *, out: Path | None = None, progress: Progress | None = None) -> Summary:
@@ -200,18 +214,6 @@ def _show(value: Any) -> str:
     if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
         return f"{value[0]}x{value[1]}"
     return str(value)
-
-
-#: registered scenarios by name
-SCENARIOS: dict[str, type[Scenario]] = {}
-
-
-def register(cls: type[Scenario]) -> type[Scenario]:
-    """Class decorator: add a scenario to :data:`SCENARIOS` under its ``name``."""
-    if cls.name in SCENARIOS:
-        raise ParameterError(f"a scenario named {cls.name!r} is already registered")
-    SCENARIOS[cls.name] = cls
-    return cls
 
 
 def get_scenario(name: str) -> type[Scenario]:

@@ -55,7 +55,7 @@ from simclient.dynamics import integrate
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.geometry import rx, ry, rz
 from simclient.io import Source, read_field
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent, param, register
+from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent, param
 
 __all__ = ["ImplantKneeParams", "MATERIALS", "GAIT", "ImplantKnee", "artificial_knee", "ArtificialKnee"]
 
@@ -346,12 +346,10 @@ def artificial_knee(insert: Source, femoral: Source, params: ImplantKneeParams |
     return Summary("artificial-knee", values, artifacts)
 
 
-@register
-class ArtificialKnee(Scenario):
-    name = "artificial-knee"
-    title = "Bei & Fregly 2004: the implant's elastic-foundation contact, static settles and a gait-like cycle"
-    Params = ImplantKneeParams
-    tables = {"insert": "tibial_insert", "femoral": "femoral_component"}
+class ArtificialKnee(Scenario, name="artificial-knee", params=ImplantKneeParams,
+                     tables={"insert": "tibial_insert", "femoral": "femoral_component"},
+                     title="Bei & Fregly 2004: the implant's elastic-foundation contact, static settles and a gait-like "
+                           "cycle"):
 
     def run(self, params: ImplantKneeParams, tables: Tables, *, out: Path | None = None,
             progress: Progress | None = None) -> Summary:

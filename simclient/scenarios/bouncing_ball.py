@@ -26,7 +26,7 @@ from simclient.dynamics import METHODS, Body, ContactModel, MultibodySystem, Sim
 from simclient.errors import ParameterError
 from simclient.geometry import INTERPOLATIONS, StorageWindow
 from simclient.io import MemorySource, Source, open_surface
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent, param, register
+from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent, param
 
 __all__ = ["BallParams", "BouncingBall", "bouncing_ball", "hertz_drop", "G"]
 
@@ -153,12 +153,8 @@ def _impacts(system: MultibodySystem, contact: ContactModel, res: SimulationResu
             "energy_drift": drift, "analytic": hertz_drop(p)}
 
 
-@register
-class BouncingBall(Scenario):
-    name = "bouncing-ball"
-    title = "thesis 6.5.1: a ball bouncing on a ground plane (Hertz and the dissipative laws)"
-    Params = BallParams
-    tables = {"ball": "ball", "ground": "ground"}
+class BouncingBall(Scenario, name="bouncing-ball", params=BallParams, tables={"ball": "ball", "ground": "ground"},
+                   title="thesis 6.5.1: a ball bouncing on a ground plane (Hertz and the dissipative laws)"):
 
     def run(self, params: BallParams, tables: Tables, *, out: Path | None = None,
             progress: Progress | None = None) -> Summary:

@@ -24,7 +24,7 @@ from simclient.contact import LAWS, hertz_stiffness, make_law
 from simclient.dynamics import METHODS, Body, ContactModel, Ligament, MultibodySystem, QuadraticLaw, Surface, simulate
 from simclient.errors import ParameterError
 from simclient.geometry import INTERPOLATIONS, StorageWindow, rx
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent, param, register
+from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent, param
 
 __all__ = ["KneeParams", "Knee3D", "knee3d", "KNEE_LIGAMENTS", "flexion_deg", "internal_rotation_deg"]
 
@@ -150,12 +150,8 @@ def knee3d(tables: Tables, params: KneeParams = KneeParams()) -> Summary:
     return Summary("knee3d", values, {"history": hist, "result": res, "system": system})
 
 
-@register
-class Knee3D(Scenario):
-    name = "knee3d"
-    title = "thesis 6.5.2: the 3D knee (spherical condyles on plateaus, eight ligament fibres) flexing to 80 deg"
-    Params = KneeParams
-    tables = TABLES
+class Knee3D(Scenario, name="knee3d", params=KneeParams, tables=TABLES,
+             title="thesis 6.5.2: the 3D knee (spherical condyles on plateaus, eight ligament fibres) flexing to 80 deg"):
 
     def run(self, params: KneeParams, tables: Tables, *, out: Path | None = None,
             progress: Progress | None = None) -> Summary:
