@@ -16,6 +16,7 @@ from simclient.scenarios._base import (
     Summary,
     Tables,
     extent,
+    extent_param,
     get_scenario,
     locate,
     param,
@@ -28,4 +29,4 @@ for _name in _MODULES:
     _importlib.import_module(f"simclient.scenarios.{_name}")
 
 __all__ = ["SCENARIOS", "Scenario", "Summary", "Tables", "Progress", "param", "get_scenario", "locate",
-           "extent", "ensure_sample_tables", "ensure_table", "sample_spec"]
+           "extent", "extent_param", "ensure_sample_tables", "ensure_table", "sample_spec"]

@@ -35,17 +35,23 @@ import numpy as np
 from simclient.errors import ParameterError
 from simclient.io import Source, open_surface
 
-__all__ = ["Scenario", "Summary", "Tables", "param", "SCENARIOS", "get_scenario", "locate", "extent", "Progress"]
+__all__ = ["Scenario", "Summary", "Tables", "param", "extent_param", "SCENARIOS", "get_scenario", "locate", "extent", "Progress"]
 
 #: progress callback: one line of text per stage
 Progress = Callable[[str], None]
 
 
 def param(default: Any, help: str, unit: str = "", *, choices: tuple[str, ...] | None = None,
-          parse: Callable[[str], Any] | None = None) -> Any:
+          parse: Callable[[str], Any] | None = None, metavar: str | None = None) -> Any:
     """A scenario parameter exposed as a command-line option: ``help`` text, SI ``unit`` (empty
-    for none), allowed ``choices`` and a ``parse`` function for the option's text."""
-    return field(default=default, metadata={"help": help, "unit": unit, "choices": choices, "parse": parse})
+    for none), allowed ``choices``, a ``parse`` function for the option's text and its ``metavar``."""
+    return field(default=default, metadata={"help": help, "unit": unit, "choices": choices, "parse": parse,
+                                            "metavar": metavar})
+
+
+def extent_param(default: tuple[int, int], help: str) -> Any:
+    """A window-extent (or grid) parameter, ``WxH`` on the command line."""
+    return param(default, help, parse=extent, metavar="WxH")
 
 
 def extent(text: str) -> tuple[int, int]:
@@ -191,7 +197,7 @@ class Scenario(ABC):
                 kwargs["type"] = meta["parse"] or (_finite(kind) if kind in (int, float) else kind)
                 if meta["choices"]:
                     kwargs["choices"] = meta["choices"]
-                kwargs["metavar"] = f.name.upper() if not meta["choices"] else None
+                kwargs["metavar"] = meta["metavar"] or (f.name.upper() if not meta["choices"] else None)
             group.add_argument("--" + f.name.replace("_", "-"), **kwargs)
         if cls.tables:
             roles = parser.add_argument_group("tables (a name on --store / in --tables, or a location)")

@@ -55,7 +55,7 @@ from simclient.dynamics import integrate
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.geometry import rx, ry, rz
 from simclient.io import Source, read_field
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent, param
+from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent_param, param
 
 __all__ = ["ImplantKneeParams", "MATERIALS", "GAIT", "ImplantKnee", "artificial_knee", "ArtificialKnee"]
 
@@ -81,7 +81,7 @@ class ImplantKneeParams:
 
     material: str = param("linear", "UHMWPE model", choices=("linear", "nonlinear"))
     analysis: str = param("both", "static settles, the gait-like cycle or both", choices=("static", "gait", "both"))
-    grid: tuple[int, int] = param((30, 30), "elements per compartment", parse=extent)
+    grid: tuple[int, int] = extent_param((30, 30), "elements per compartment")
     body_weight: float = 700.0
     damping: float = 3e3
     damping_rot: float = 3.0

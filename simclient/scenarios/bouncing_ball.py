@@ -26,7 +26,7 @@ from simclient.dynamics import METHODS, Body, ContactModel, MultibodySystem, Sim
 from simclient.errors import ParameterError
 from simclient.geometry import INTERPOLATIONS, StorageWindow
 from simclient.io import MemorySource, Source, open_surface
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent, param
+from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent_param, param
 
 __all__ = ["BallParams", "BouncingBall", "bouncing_ball", "hertz_drop", "G"]
 
@@ -49,8 +49,8 @@ class BallParams:
     K2: float = param(5.5e10, "double-layer: stiffness of the second layer", "N/m^1.5")
     h1: float = param(4.15e-4, "double-layer: thickness of the first layer", "m")
     t_end: float = param(0.4, "simulated time", "s")
-    window_ball: tuple[int, int] = param((3, 3), "the ball's window, records", parse=extent)
-    window_ground: tuple[int, int] = param((3, 9), "the ground's window, records", parse=extent)
+    window_ball: tuple[int, int] = extent_param((3, 3), "the ball's window, records")
+    window_ground: tuple[int, int] = extent_param((3, 9), "the ground's window, records")
     interpolation: str = param("hermite", "interpolation inside the windows", choices=tuple(INTERPOLATIONS))
     method: str = param("DOP853", "integration method", choices=tuple(METHODS))
     rtol: float = param(1e-10, "relative tolerance of the adaptive methods")

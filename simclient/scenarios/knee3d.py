@@ -24,7 +24,7 @@ from simclient.contact import LAWS, hertz_stiffness, make_law
 from simclient.dynamics import METHODS, Body, ContactModel, Ligament, MultibodySystem, QuadraticLaw, Surface, simulate
 from simclient.errors import ParameterError
 from simclient.geometry import INTERPOLATIONS, StorageWindow, rx
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent, param
+from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent_param, param
 
 __all__ = ["KneeParams", "Knee3D", "knee3d", "KNEE_LIGAMENTS", "flexion_deg", "internal_rotation_deg"]
 
@@ -62,7 +62,7 @@ class KneeParams:
     gravity: tuple[float, float, float] = (0.0, -9.81, 0.0)
     final_flexion_deg: float = param(80.0, "flexion at which the run stops", "deg")
     t_end: float = param(2.0, "longest simulated time", "s")
-    window: tuple[int, int] = param((3, 9), "every window's extent, records", parse=extent)
+    window: tuple[int, int] = extent_param((3, 9), "every window's extent, records")
     interpolation: str = param("hermite", "interpolation inside the windows", choices=tuple(INTERPOLATIONS))
     method: str = param("BDF", "integration method", choices=tuple(METHODS))
     rtol: float = param(1e-6, "relative tolerance of the adaptive methods")
