@@ -65,10 +65,6 @@ class Contact:
     def converged(self) -> bool:
         return self.status == ContactStatus.CONVERGED
 
-    @property
-    def in_contact(self) -> bool:
-        return self.converged and self.indentation > 0.0
-
     def indentation_rate(self, velocity: np.ndarray) -> float:
         """Rate of indentation (m/s, positive while approaching) for the relative velocity
         ``v_i(P_i) - v_j(P_j)`` (m/s, global) of the bodies' material points at the contact."""
@@ -106,7 +102,6 @@ class ContactPair:
         self._versions = (-1, -1)
         self.evaluations = 0
         self.newton_iterations = 0
-        self.coarse_searches = 0
 
     def _sync(self) -> None:
         """Copy the windows' current placement into the kernel's parameters."""
@@ -120,7 +115,6 @@ class ContactPair:
     def coarse_guess(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> np.ndarray:
         """Initial (u_i, v_i, u_j, v_j) from the windows' points: for every point of window i the
         nearest point of window j, keeping the pair of largest indentation along j's normal."""
-        self.coarse_searches += 1
         pi = _strided(self.wi.points(), self.coarse_points)
         pj = _strided(self.wj.points(), self.coarse_points)
         Pi = pi[:, 2:5] @ R_i.T + c_i
@@ -176,10 +170,6 @@ class ContactPair:
             raise ContactError(f"contact {self.wi.name} / {self.wj.name}: {status} after {it_total} "
                                f"iterations at (u_i, v_i, u_j, v_j) = {x.tolist()}, |F| = {contact.residual:.3e}")
         return contact
-
-    def reset(self) -> None:
-        """Forget the warm start (the next evaluation starts from a coarse search)."""
-        self.x = None
 
 
 def _strided(points: np.ndarray, n: int) -> np.ndarray:

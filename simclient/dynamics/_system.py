@@ -74,7 +74,6 @@ class MultibodySystem:
         self.contacts = list(contacts)
         self.gravity = np.asarray(gravity, float)
         self.loads = list(loads)
-        self.rhs_evaluations = 0
         for b in self.bodies:
             if not b.fixed and (b.mass <= 0 or np.linalg.eigvalsh(b.inertia).min() <= 0):
                 raise ParameterError(f"body {b.name}: mass (kg) and inertia (kg m^2) must be positive")
@@ -182,7 +181,6 @@ class MultibodySystem:
     # -- equations of motion -----------------------------------------------------------------------
 
     def rhs(self, t: float, y: np.ndarray) -> np.ndarray:
-        self.rhs_evaluations += 1
         self.set_state(y)
         F, N = self._F, self._N  # global forces and torques about each body's origin
         F[:] = 0.0
