@@ -53,9 +53,11 @@ def load_spec(path: str | Path) -> list[SurfaceSpec]:
     """Read and validate every surface of a TOML definition file."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise DefinitionError(f"{path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise DefinitionError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:
         raise DefinitionError(f"{path}: malformed TOML: {exc}") from None
     surfaces = data.get("surfaces")

@@ -181,7 +181,9 @@ def _perpendicular(n: np.ndarray) -> np.ndarray:
 
 
 def _check_spread(pts: np.ndarray) -> np.ndarray:
-    """Singular values of the centred points; refuse (nearly) collinear data."""
+    """Singular values of the centred points; refuse fewer than three points or (nearly) collinear data."""
+    if len(pts) < 3:
+        raise FitError(f"too few points to fit a surface: {len(pts)}")
     q = pts - pts.mean(axis=0)
     s = np.linalg.svd(q[:: max(1, len(q) // 20000)], compute_uv=False)
     if s[1] <= 1e-9 * s[0]:

@@ -26,6 +26,7 @@ from simclient.errors import (
     ServiceError,
     SimClientError,
     SimulationError,
+    SourceCorrupt,
     SourceError,
     SourceNotFound,
     SourceRequestError,
@@ -46,7 +47,7 @@ _LAZY = {
 }
 
 __all__ = [*_LAZY, "SimClientError", "SourceError", "SourceNotFound", "SourceRequestError", "SourceUnavailable",
-           "TableChanged", "WindowError", "ContactError", "SimulationError", "ParameterError", "ServiceError"]
+           "SourceCorrupt", "TableChanged", "WindowError", "ContactError", "SimulationError", "ParameterError", "ServiceError"]
 
 
 def __getattr__(name: str) -> _Any:

@@ -7,6 +7,7 @@
     │   ├── SourceNotFound   (also FileNotFoundError)  no such table / 404
     │   ├── SourceRequestError (also ValueError)       the request was refused (4xx other than 404)
     │   ├── SourceUnavailable                          connection errors / 5xx after all retries
+    │   ├── SourceCorrupt                              a corrupt table or record (not retried)
     │   └── TableChanged                               the table was rebuilt during the run
     ├── WindowError          (also ValueError)         a point outside the table, a bad extent
     ├── ContactError                                   contact detection failed (not converged, left the table)
@@ -19,7 +20,7 @@
 from __future__ import annotations
 
 __all__ = ["SimClientError", "SourceError", "SourceNotFound", "SourceRequestError", "SourceUnavailable",
-           "TableChanged", "WindowError", "ContactError", "SimulationError", "ParameterError", "ServiceError"]
+           "SourceCorrupt", "TableChanged", "WindowError", "ContactError", "SimulationError", "ParameterError", "ServiceError"]
 
 
 class SimClientError(Exception):
@@ -40,6 +41,11 @@ class SourceRequestError(SourceError, ValueError):
 
 class SourceUnavailable(SourceError):
     """The source could not be reached or kept failing after all retries."""
+
+
+class SourceCorrupt(SourceError):
+    """The table's header or a record is unreadable at the source (missing, truncated, failing its
+    checksum): permanent until the table is rebuilt, so it is not retried."""
 
 
 class TableChanged(SourceError):

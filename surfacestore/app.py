@@ -16,16 +16,25 @@ Binary responses carry::
     Server-Timing    read (records from cache or disk) and encode durations
 
 Errors are JSON ``{"error": ..., "detail": ...}``: 401 missing/wrong token, 404 unknown table or
-key, 413 block larger than the limit, 422 bad or out-of-range parameters, 503 table unreadable.
+key, 405 other methods (with ``Allow``), 408/431 a request's headers too slow or too large (see
+:mod:`surfacestore.server`), 413 block larger than the limits, 416 unsatisfiable byte range, 422
+bad or out-of-range parameters, 503 table unreadable (``table_unreadable``: its header;
+``record_corrupt``: a record, missing, truncated, failing its checksum or not a regular file;
+both permanent until the table is rebuilt) or the server busy. Details name tables, never paths
+of the machine.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import hmac
 import io
 import json
 import logging
+import os
 import re
+import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,7 +44,8 @@ from urllib.parse import parse_qsl
 import numpy as np
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -43,19 +53,25 @@ from surfacestore.catalog import Catalog, RecordCache
 from surfacestore.errors import (
     BlockTooLarge,
     InvalidTableName,
+    RecordCorrupt,
     RecordOutOfRange,
     SurfaceStoreError,
     TableCorrupt,
     TableNotFound,
     UnknownField,
 )
-from surfacestore.format import TABLE_SUFFIX, RecordBlock, Table, tune_allocator, window_block
+from surfacestore.format import NFIELDS, TABLE_SUFFIX, RecordBlock, Table, window_block
 from surfacestore.settings import Settings
 
-__all__ = ["create_app", "create_app_from_env", "npy_bytes"]
+__all__ = ["create_app", "npy_bytes", "parse_index", "ErrorBody"]
 
 log = logging.getLogger("surfacestore")
 NPY = "application/x-npy"
+#: a table name or extra field name in a path or query (the format's rule: not hidden, no separators)
+NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$"
+#: bodies larger than this are assembled and encoded in the thread pool, at most LARGE_AT_ONCE at a time
+LARGE_BODY = 2**20
+LARGE_AT_ONCE = 4
 
 
 @functools.lru_cache(maxsize=256)
@@ -73,6 +89,13 @@ def npy_bytes(arr: np.ndarray) -> bytes:
     return b"".join((_npy_header(arr.shape, descr), memoryview(arr.data).cast("B")))
 
 
+class ErrorBody(BaseModel):
+    """Every error response: a short code and a human-readable detail."""
+
+    error: str
+    detail: str
+
+
 class _Unauthorized(Exception):
     pass
 
@@ -81,29 +104,26 @@ class _BadParameter(Exception):
     pass
 
 
-def _int(raw: str | None, name: str, minimum: int = 0) -> int:
+class _Unsatisfiable(Exception):
+    def __init__(self, size: int) -> None:
+        super().__init__(f"the range is outside the key's {size} bytes")
+        self.size = size
+
+
+_INDEX = re.compile(r"-?[0-9]{1,18}")
+
+
+def parse_index(raw: str | None, name: str, minimum: int = 0) -> int:
+    """A record index or extent from a path or query: ASCII digits only (no sign, blanks,
+    underscores or other scripts' digits), at least ``minimum``; :class:`_BadParameter` otherwise."""
     if raw is None:
         raise _BadParameter(f"{name}: missing")
-    try:
-        value = int(raw)
-    except ValueError:
-        raise _BadParameter(f"{name}: not an integer: {raw!r}") from None
+    if not _INDEX.fullmatch(raw):
+        raise _BadParameter(f"{name}: not an integer: {raw[:40]!r}")
+    value = int(raw)
     if value < minimum:
         raise _BadParameter(f"{name}: must be >= {minimum}, got {value}")
     return value
-
-
-_PARAM_DOCS = {
-    "ri0": "first record in u", "ri1": "end record in u (exclusive)", "rj0": "first record in v",
-    "rj1": "end record in v (exclusive)", "ri": "centre record in u", "rj": "centre record in v",
-    "wu": "window extent in records (u)", "wv": "window extent in records (v)",
-    "array": "'points' (default) or an extra per-point field",
-}
-
-
-def _params_doc(*names: str) -> dict[str, Any]:
-    return {"parameters": [{"name": n, "in": "query", "required": n != "array", "description": _PARAM_DOCS[n],
-                            "schema": {"type": "string" if n == "array" else "integer"}} for n in names]}
 
 
 def _error_parts(exc: BaseException) -> tuple[int, str, str]:
@@ -114,79 +134,201 @@ def _error_parts(exc: BaseException) -> tuple[int, str, str]:
         return 404, "not_found", str(exc)
     if isinstance(exc, BlockTooLarge):
         return 413, "block_too_large", str(exc)
+    if isinstance(exc, _Unsatisfiable):
+        return 416, "range_not_satisfiable", str(exc)
     if isinstance(exc, RecordOutOfRange):
         return 422, "out_of_range", str(exc)
     if isinstance(exc, (UnknownField, _BadParameter, ValueError)):
-        return 422, "invalid_parameters", str(exc)
+        return 422, "invalid_parameters", str(exc).strip("'\"")
+    if isinstance(exc, RecordCorrupt):
+        log.error("record unreadable: %s", exc)
+        return 503, "record_corrupt", str(exc)
     if isinstance(exc, TableCorrupt):
         log.error("table unreadable: %s", exc)
         return 503, "table_unreadable", str(exc)
     log.error("error serving a request: %r", exc)
-    return 500, "internal", str(exc)
+    return 500, "internal", type(exc).__name__
+
+
+def _error_response(exc: BaseException, roots: tuple[str, ...]) -> tuple[int, dict[str, str], bytes]:
+    status, error, detail = _error_parts(exc)
+    for root in roots:  # name tables, not the machine's folders
+        detail = detail.replace(root, "")
+    body = json.dumps({"error": error, "detail": detail}, ensure_ascii=False, separators=(",", ":")).encode()
+    headers = {"content-type": "application/json"}
+    if status == 401:
+        headers["www-authenticate"] = "Bearer"
+    if isinstance(exc, _Unsatisfiable):
+        headers["content-range"] = f"bytes */{exc.size}"
+    return status, headers, body
 
 
 _DATA_PATH = re.compile(r"^/v1/surfaces/([^/]+)/(?:(block|window)|records/([^/]+)/([^/]+))$")
 
 
-async def serve_data(cat: Catalog, settings: Settings, name: str, kind: str, query: Mapping[str, str],
-                     path_ri: str | None, path_rj: str | None, if_none_match: str | None,
-                     authorization: str | None) -> tuple[int, dict[str, str], bytes]:
-    """The record, block and window endpoints: ``(status, headers, body)``.
+class _Store:
+    """What the endpoints share: settings, the catalog, the token check and the limit on large
+    bodies being built at once."""
 
-    Records in the cache are served on the event loop (a stat of the header, no data read);
-    anything that needs disk reads goes to the thread pool.
-    """
-    t0 = time.perf_counter()
-    if settings.token is not None and authorization != f"Bearer {settings.token}":
-        raise _Unauthorized()
-    array = query.get("array", "points")
-    if not (0 < len(array) <= 128 and all(c.isascii() and (c.isalnum() or c in "-_.") for c in array)):
-        raise _BadParameter(f"array: invalid name {array!r}")
-    if kind == "records":
-        i, j = _int(path_ri, "ri"), _int(path_rj, "rj")
-        block = RecordBlock(i, i + 1, j, j + 1)
-    elif kind == "block":
-        block = RecordBlock(*(_int(query.get(k), k) for k in ("ri0", "ri1", "rj0", "rj1")))
-    else:
-        ri, rj = _int(query.get("ri"), "ri"), _int(query.get("rj"), "rj")
-        wu, wv = _int(query.get("wu"), "wu", 1), _int(query.get("wv"), "wv", 1)
-        block = window_block(cat.get(name).header, ri, rj, wu, wv)
-    if block.n_records > settings.max_block_records:
-        raise BlockTooLarge(f"{name}: {block.n_records} records requested, the limit is "
-                            f"{settings.max_block_records}")
-    table = cat.get(name)
-    cached = cat.cached_block(table, block, array)
-    if cached is None:
-        table, data = await run_in_threadpool(cat.read_block, name, block, array)
-    else:
-        data = cached
-    h = table.header
-    etag = (f'"{h.digest.removeprefix("sha256:")[:32]}.{array}.{block.ri0}-{block.ri1}.'
-            f'{block.rj0}-{block.rj1}"')
-    i0, _, j0, _ = h.block_points(block)
-    headers = {"etag": etag, "cache-control": "no-cache", "x-table-digest": h.digest,
-               "x-record-start": f"{block.ri0},{block.rj0}",
-               "x-record-extent": f"{block.ri1 - block.ri0},{block.rj1 - block.rj0}",
-               "x-point-start": f"{i0},{j0}"}
-    t1 = time.perf_counter()
-    if if_none_match == etag:
-        headers["server-timing"] = f"read;dur={(t1 - t0) * 1e3:.3f}"
-        return 304, headers, b""
-    body = npy_bytes(data)
-    t2 = time.perf_counter()
-    headers["server-timing"] = f"read;dur={(t1 - t0) * 1e3:.3f}, encode;dur={(t2 - t1) * 1e3:.3f}"
-    headers["content-type"] = NPY
-    return 200, headers, body
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.catalog = Catalog(settings.root, RecordCache(int(settings.cache_mb * 2**20)))
+        self.token = None if settings.token is None else settings.token.encode()
+        self.max_block_bytes = int(settings.max_block_mb * 2**20)
+        self.roots = tuple(sorted({str(self.catalog.root) + os.sep, str(settings.root) + os.sep}, key=len,
+                                  reverse=True))
+        self._large: asyncio.Semaphore | None = None
+
+    def check_token(self, authorization: str | None) -> None:
+        """``Authorization: Bearer TOKEN`` (the scheme in any case), compared in constant time."""
+        if self.token is None:
+            return
+        scheme, _, token = (authorization or "").partition(" ")
+        if not (hmac.compare_digest(token.encode(errors="replace"), self.token) and scheme.lower() == "bearer"):
+            raise _Unauthorized()
+
+    def large(self) -> asyncio.Semaphore:
+        if self._large is None:  # created on the serving loop
+            self._large = asyncio.Semaphore(LARGE_AT_ONCE)
+        return self._large
+
+    async def serve_data(self, name: str, kind: str, query: Mapping[str, str], path_ri: str | None,
+                         path_rj: str | None, if_none_match: str | None,
+                         authorization: str | None) -> tuple[int, dict[str, str], bytes]:
+        """The record, block and window endpoints: ``(status, headers, body)``.
+
+        Small blocks whose records are cached are served on the event loop; anything that needs
+        disk reads, and any body over :data:`LARGE_BODY`, is built in the thread pool (at most
+        :data:`LARGE_AT_ONCE` large ones at a time, which bounds the memory they take).
+        """
+        t0 = time.perf_counter()
+        self.check_token(authorization)
+        array = query.get("array", "points")
+        if not re.fullmatch(NAME_PATTERN, array):
+            raise _BadParameter(f"array: invalid name {array[:40]!r}")
+        cat, settings = self.catalog, self.settings
+        if kind == "records":
+            i, j = parse_index(path_ri, "ri"), parse_index(path_rj, "rj")
+            block = RecordBlock(i, i + 1, j, j + 1)
+        elif kind == "block":
+            block = RecordBlock(*(parse_index(query.get(k), k) for k in ("ri0", "ri1", "rj0", "rj1")))
+        else:
+            ri, rj = parse_index(query.get("ri"), "ri"), parse_index(query.get("rj"), "rj")
+            wu, wv = parse_index(query.get("wu"), "wu", 1), parse_index(query.get("wv"), "wv", 1)
+            block = window_block(cat.get(name).header, ri, rj, wu, wv)
+        table = cat.get(name)
+        h = table.header
+        h.check_block(block)
+        if array != "points" and array not in h.extras:
+            raise UnknownField(f"{name}: no per-point array {array!r} (extras: {list(h.extras)})")
+        i0, i1, j0, j1 = h.block_points(block)
+        nbytes = (i1 - i0) * (j1 - j0) * (NFIELDS if array == "points" else 1) * 8
+        if block.n_records > settings.max_block_records or nbytes > self.max_block_bytes:
+            raise BlockTooLarge(f"{name}: {block.n_records} records ({nbytes} bytes) requested; the limits are "
+                                f"{settings.max_block_records} records and {self.max_block_bytes} bytes")
+        etag = (f'"{h.digest.removeprefix("sha256:")[:32]}.{array}.{block.ri0}-{block.ri1}.'
+                f'{block.rj0}-{block.rj1}"')
+        headers = {"etag": etag, "cache-control": "no-cache", "x-table-digest": h.digest,
+                   "x-record-start": f"{block.ri0},{block.rj0}",
+                   "x-record-extent": f"{block.ri1 - block.ri0},{block.rj1 - block.rj0}",
+                   "x-point-start": f"{i0},{j0}"}
+        if if_none_match == etag:
+            headers["server-timing"] = f"read;dur={(time.perf_counter() - t0) * 1e3:.3f}"
+            return 304, headers, b""
+        if nbytes > LARGE_BODY:
+            async with self.large():
+                table, body, t1 = await run_in_threadpool(self._build, name, block, array)
+        else:
+            cached = cat.cached_block(table, block, array)
+            if cached is None:
+                table, data = await run_in_threadpool(cat.read_block, name, block, array)
+            else:
+                data = cached
+            t1 = time.perf_counter()
+            body = npy_bytes(data)
+        if table.header.digest != h.digest:  # rebuilt meanwhile: the body is the new version's
+            headers["x-table-digest"] = table.header.digest
+            headers["etag"] = etag.replace(h.digest.removeprefix("sha256:")[:32],
+                                           table.header.digest.removeprefix("sha256:")[:32])
+        t2 = time.perf_counter()
+        headers["server-timing"] = f"read;dur={(t1 - t0) * 1e3:.3f}, encode;dur={(t2 - t1) * 1e3:.3f}"
+        headers["content-type"] = NPY
+        return 200, headers, body
+
+    def _build(self, name: str, block: RecordBlock, array: str) -> tuple[Table, bytes, float]:
+        table, data = self.catalog.read_block(name, block, array)
+        t1 = time.perf_counter()
+        return table, npy_bytes(data), t1
+
+    def zarr_key(self, name: str, key: str, method: str, range_header: str | None,
+                 if_none_match: str | None) -> tuple[int, dict[str, str], bytes]:
+        """A raw Zarr key of a table (``zarr.json``, chunk or shard keys), with single byte ranges
+        (RFC 9110: a malformed range is ignored, an unsatisfiable one answers 416)."""
+        table = self.catalog.get(name)
+        path = _zarr_path(self.catalog.root / f"{name}{TABLE_SUFFIX}", key)
+        etag = f'"{table.header.digest.removeprefix("sha256:")[:32]}.{key}"'
+        headers = {"cache-control": "no-cache", "x-table-digest": table.header.digest, "etag": etag,
+                   "accept-ranges": "bytes",
+                   "content-type": "application/json" if key.endswith(".json") else "application/octet-stream"}
+        if if_none_match == etag:
+            return 304, headers, b""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            raise TableNotFound(f"no key {key!r} in table {name}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise TableNotFound(f"no key {key!r} in table {name}")
+            size = st.st_size
+            span = _byte_range(range_header, size)
+            start, end = span if span is not None else (0, size)
+            if end - start > self.max_block_bytes:
+                raise BlockTooLarge(f"{name}/{key}: {end - start} bytes requested; the limit is "
+                                    f"{self.max_block_bytes} bytes (ask for a range)")
+            body = b"" if method == "HEAD" else os.pread(fd, end - start, start)
+            if len(body) != (0 if method == "HEAD" else end - start):
+                raise RecordCorrupt(f"{name}/{key}: changed while being read")
+        finally:
+            os.close(fd)
+        headers["content-length"] = str(end - start)
+        if span is not None:
+            headers["content-range"] = f"bytes {start}-{end - 1}/{size}"
+            return 206, headers, body
+        return 200, headers, body
+
+
+_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+
+
+def _byte_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """``[start, end)`` of a single ``Range: bytes=a-b`` / ``a-`` / ``-n`` header, or None to
+    serve the whole key (no header, or one that is malformed or asks for several ranges)."""
+    m = _RANGE.fullmatch((header or "").strip())
+    if m is None or (m.group(1) == "" and m.group(2) == ""):
+        return None
+    first, last = m.group(1), m.group(2)
+    if first == "":  # the last n bytes
+        n = int(last)
+        if n == 0:
+            raise _Unsatisfiable(size)
+        return max(size - n, 0), size
+    start = int(first)
+    if last != "" and int(last) < start:  # bytes=10-5: malformed, ignored
+        return None
+    if start >= size:
+        raise _Unsatisfiable(size)
+    return start, size if last == "" else min(int(last) + 1, size)
 
 
 class DataFastPath:
     """Pure ASGI middleware serving the record, block and window endpoints before FastAPI's
     routing, validation and dependency machinery (about 0.7 ms per request on the development VM,
     more than serving a cached window); every other path goes on to the FastAPI app, which also
-    implements the data endpoints (same code, :func:`serve_data`) and documents them."""
+    implements the data endpoints (same code, :meth:`_Store.serve_data`) and documents them."""
 
-    def __init__(self, app: Any, catalog: Catalog, settings: Settings) -> None:
-        self.app, self.catalog, self.settings = app, catalog, settings
+    def __init__(self, app: Any, store: _Store) -> None:
+        self.app, self.store = app, store
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         m = _DATA_PATH.match(scope["path"]) if scope["type"] == "http" and scope["method"] == "GET" else None
@@ -194,131 +336,174 @@ class DataFastPath:
             await self.app(scope, receive, send)
             return
         name, kind, ri, rj = m.group(1), m.group(2) or "records", m.group(3), m.group(4)
-        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
         hdrs = {k: v for k, v in scope["headers"] if k in (b"if-none-match", b"authorization")}
         try:
-            status, headers, body = await serve_data(
-                self.catalog, self.settings, name, kind, query, ri, rj,
-                (hdrs.get(b"if-none-match") or b"").decode("latin-1") or None,
+            status, headers, body = await self.store.serve_data(
+                name, kind, query, ri, rj, (hdrs.get(b"if-none-match") or b"").decode("latin-1") or None,
                 (hdrs.get(b"authorization") or b"").decode("latin-1") or None)
-        except (SurfaceStoreError, _Unauthorized, _BadParameter, ValueError) as exc:
-            status, error, detail = _error_parts(exc)
-            body = json.dumps({"error": error, "detail": detail}, ensure_ascii=False, separators=(",", ":")).encode()
-            headers = {"content-type": "application/json"}
-            if status == 401:
-                headers["www-authenticate"] = "Bearer"
+        except (SurfaceStoreError, _Unauthorized, _BadParameter, ValueError, OSError) as exc:
+            status, headers, body = _error_response(exc, self.store.roots)
         raw = [(k.encode(), v.encode()) for k, v in headers.items()]
         raw.append((b"content-length", str(len(body)).encode()))
         await send({"type": "http.response.start", "status": status, "headers": raw})
         await send({"type": "http.response.body", "body": body})
 
 
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    text = {304: "not modified (If-None-Match)", 401: "missing or wrong token", 404: "no such table or key",
+            413: "more records or bytes than the limits", 416: "the byte range is outside the key",
+            422: "bad or out-of-range parameters", 503: "the table or a record is unreadable, or the server is busy"}
+    return {s: ({"description": text[s]} if s == 304 else {"model": ErrorBody, "description": text[s]})
+            for s in statuses}
 
-def _error(status: int, error: str, detail: str) -> JSONResponse:
-    return JSONResponse({"error": error, "detail": detail}, status_code=status)
+
+_NPY_200: dict[int | str, dict[str, Any]] = {200: {
+    "description": "the records as one NPY array (float64, C order): (nu, nv, 14) points or (nu, nv) of an extra field",
+                  "content": {NPY: {"schema": {"type": "string", "format": "binary"}}}}}
+_PARAM_DOCS = {
+    "ri0": "first record in u", "ri1": "end record in u (exclusive)", "rj0": "first record in v",
+    "rj1": "end record in v (exclusive)", "ri": "record in u", "rj": "record in v",
+    "wu": "window extent in records (u)", "wv": "window extent in records (v)",
+}
+
+
+def _params_doc(*names: str, path: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The OpenAPI description of the data endpoints' parameters, which :meth:`_Store.serve_data`
+    parses itself (FastAPI's validation costs more than serving a cached window)."""
+    params = [{"name": n, "in": "path" if n in path else "query", "required": True, "description": _PARAM_DOCS[n],
+               "schema": {"type": "integer", "minimum": 1 if n in ("wu", "wv") else 0}} for n in names]
+    params.append({"name": "array", "in": "query", "required": False,
+                   "description": "'points' (default) or an extra per-point field",
+                   "schema": {"type": "string", "pattern": NAME_PATTERN, "default": "points"}})
+    return {"parameters": params}
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the store for ``settings`` (default: from the environment)."""
     settings = settings or Settings.from_env()
+    store = _Store(settings)
     app = FastAPI(title="surfacestore", version="1", docs_url="/docs", redoc_url=None)
     app.state.settings = settings
-    app.state.catalog = Catalog(settings.root, RecordCache(int(settings.cache_mb * 2**20)))
-
-    async def catalog() -> Catalog:  # async: a sync dependency would cost a thread-pool hop
-        return app.state.catalog
+    app.state.catalog = store.catalog
 
     async def require_token(request: Request) -> None:
-        if settings.token is None:
-            return
-        if request.headers.get("authorization", "") != f"Bearer {settings.token}":
-            raise _Unauthorized()
+        store.check_token(request.headers.get("authorization"))
+
+    def respond(result: tuple[int, dict[str, str], bytes]) -> Response:
+        status, headers, body = result
+        return Response(body, status_code=status, headers=headers)  # a HEAD's content-length is the key's
 
     # -- errors ------------------------------------------------------------------------------------
 
     @app.exception_handler(_Unauthorized)
     @app.exception_handler(SurfaceStoreError)
     @app.exception_handler(_BadParameter)
+    @app.exception_handler(_Unsatisfiable)
     @app.exception_handler(ValueError)
-    async def _known_error(request: Request, exc: Exception) -> JSONResponse:
-        status, error, detail = _error_parts(exc)
-        r = _error(status, error, detail)
-        if status == 401:
-            r.headers["WWW-Authenticate"] = "Bearer"
-        return r
+    async def _known_error(request: Request, exc: Exception) -> Response:
+        return respond(_error_response(exc, store.roots))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         detail = "; ".join(f"{'.'.join(str(x) for x in e['loc'][1:])}: {e['msg']}" for e in exc.errors())
-        return _error(422, "invalid_parameters", detail)
+        return JSONResponse({"error": "invalid_parameters", "detail": detail}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error(exc.status_code, "not_found" if exc.status_code == 404 else "http_error", str(exc.detail))
+        error = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return JSONResponse({"error": error, "detail": str(exc.detail)}, status_code=exc.status_code,
+                            headers=dict(exc.headers or {}))  # 405 keeps its Allow header
 
     # -- endpoints ---------------------------------------------------------------------------------
 
     @app.get("/v1/health")
     async def health() -> dict[str, Any]:
-        return {"status": "ok", "root": str(settings.root), "cache": app.state.catalog.cache.stats()}
+        """Liveness, and the record cache's statistics."""
+        return {"status": "ok", "cache": store.catalog.cache.stats()}
 
     auth = [Depends(require_token)]
 
-    @app.get("/v1/surfaces", dependencies=auth)
-    async def list_surfaces(cat: Catalog = Depends(catalog)) -> list[dict[str, Any]]:
+    @app.get("/v1/surfaces", dependencies=auth, responses=_errors(401))
+    async def list_surfaces() -> list[dict[str, Any]]:
+        """The tables under the root; a table whose header cannot be read is listed with
+        ``status: unreadable`` and the reason, the others as usual (``status: ok``)."""
         def scan() -> list[dict[str, Any]]:
-            out = []
-            for name in cat.names():
+            out: list[dict[str, Any]] = []
+            for name in store.catalog.names():
                 try:
-                    h = cat.get(name).header
-                except SurfaceStoreError:
+                    h = store.catalog.get(name).header
+                except TableNotFound:
+                    continue  # removed meanwhile
+                except SurfaceStoreError as exc:
+                    out.append({"name": name, "status": "unreadable",
+                                "detail": _error_response(exc, store.roots)[2].decode()})
                     continue
-                out.append({"name": name, "shape": [h.u_npts, h.v_npts, 14], "records": [h.n_rec_u, h.n_rec_v],
-                            "record_points": [h.u_pts, h.v_pts], "digest": h.digest})
+                out.append({"name": name, "status": "ok", "shape": [h.u_npts, h.v_npts, 14],
+                            "records": [h.n_rec_u, h.n_rec_v], "record_points": [h.u_pts, h.v_pts],
+                            "digest": h.digest})
             return out
 
         return await run_in_threadpool(scan)
 
-    @app.get("/v1/surfaces/{name}", dependencies=auth)
-    async def header(name: str, request: Request, cat: Catalog = Depends(catalog)) -> Response:
-        table = await run_in_threadpool(cat.get, name)
+    @app.get("/v1/surfaces/{name}", dependencies=auth, responses=_errors(304, 401, 404, 422, 503))
+    async def header(name: str, request: Request) -> Response:
+        """The table's header (DESIGN.md's keys and the extensions the README lists)."""
+        table = await run_in_threadpool(store.catalog.get, name)
         etag = f'"{table.header.digest.removeprefix("sha256:")}"'
         if request.headers.get("if-none-match") == etag:
             return Response(status_code=304, headers={"ETag": etag, "Cache-Control": "no-cache"})
         return JSONResponse(table.header.to_dict(), headers={"ETag": etag, "Cache-Control": "no-cache"})
 
-    # The three data endpoints parse their query parameters by hand: pydantic validation and
-    # dependency resolution cost more than serving a cached window (see README, store benchmark).
-    # The parameters are documented in the OpenAPI schema through ``openapi_extra``.
+    # The three data endpoints are served by DataFastPath ahead of these routes, which run the same
+    # code (with fast_path off) and document them.
+    data_errors: dict[int | str, dict[str, Any]] = {**_NPY_200, **_errors(304, 401, 404, 413, 422, 503)}
 
-    async def _data(request: Request, name: str, kind: str, ri: str | None = None, rj: str | None = None) -> Response:
-        status, headers, body = await serve_data(
-            app.state.catalog, settings, name, kind, request.query_params, ri, rj,
-            request.headers.get("if-none-match"), request.headers.get("authorization"))
-        return Response(body, status_code=status, headers=headers)
+    async def _data(request: Request, name: str, kind: str) -> Response:
+        return respond(await store.serve_data(
+            name, kind, request.query_params, request.path_params.get("ri"), request.path_params.get("rj"),
+            request.headers.get("if-none-match"), request.headers.get("authorization")))
 
-    @app.get("/v1/surfaces/{name}/records/{ri}/{rj}", openapi_extra=_params_doc("array"))
-    async def record(name: str, ri: str, rj: str, request: Request) -> Response:
-        return await _data(request, name, "records", ri, rj)
+    @app.get("/v1/surfaces/{name}/records/{ri}/{rj}", responses=data_errors, response_class=Response,
+             openapi_extra=_params_doc("ri", "rj", path=("ri", "rj")))
+    async def record(name: str, request: Request) -> Response:
+        """One record."""
+        return await _data(request, name, "records")
 
-    @app.get("/v1/surfaces/{name}/block", openapi_extra=_params_doc("ri0", "ri1", "rj0", "rj1", "array"))
+    @app.get("/v1/surfaces/{name}/block", responses=data_errors, response_class=Response,
+             openapi_extra=_params_doc("ri0", "ri1", "rj0", "rj1"))
     async def block(name: str, request: Request) -> Response:
+        """The records ``[ri0, ri1) x [rj0, rj1)`` as one array."""
         return await _data(request, name, "block")
 
-    @app.get("/v1/surfaces/{name}/window", openapi_extra=_params_doc("ri", "rj", "wu", "wv", "array"))
+    @app.get("/v1/surfaces/{name}/window", responses=data_errors, response_class=Response,
+             openapi_extra=_params_doc("ri", "rj", "wu", "wv"))
     async def window(name: str, request: Request) -> Response:
+        """A ``wu x wv`` block of records centred on record ``(ri, rj)``, shifted inward at the borders."""
         return await _data(request, name, "window")
 
-    @app.api_route("/zarr/{name}/{key:path}", methods=["GET", "HEAD"], dependencies=auth)
-    async def zarr_key(name: str, key: str, cat: Catalog = Depends(catalog)) -> Response:
-        table: Table = await run_in_threadpool(cat.get, name)
-        path = _zarr_path(cat.root / f"{name}{TABLE_SUFFIX}", key)
-        return FileResponse(path, media_type="application/json" if key.endswith(".json") else
-                            "application/octet-stream", headers={"Cache-Control": "no-cache",
-                                                                "X-Table-Digest": table.header.digest})
+    zarr_responses: dict[int | str, dict[str, Any]] = {
+        200: {"description": "the key's bytes", "content": {"application/octet-stream": {}, "application/json": {}}},
+        206: {"description": "a byte range of the key"}, **_errors(304, 401, 404, 413, 416, 422, 503)}
+
+    async def _zarr(request: Request, name: str, key: str) -> Response:
+        return respond(await run_in_threadpool(store.zarr_key, name, key, request.method,
+                                               request.headers.get("range"), request.headers.get("if-none-match")))
+
+    @app.get("/zarr/{name}/{key:path}", dependencies=auth, responses=zarr_responses, response_class=Response,
+             operation_id="get_zarr_key")
+    async def zarr_key(name: str, key: str, request: Request) -> Response:
+        """A raw Zarr v3 key of the table (``zarr.json``, chunk and shard keys); single byte ranges."""
+        return await _zarr(request, name, key)
+
+    @app.head("/zarr/{name}/{key:path}", dependencies=auth, responses=zarr_responses, response_class=Response,
+              operation_id="head_zarr_key")
+    async def zarr_key_head(name: str, key: str, request: Request) -> Response:
+        """The headers of :func:`zarr_key` (its size in ``Content-Length``)."""
+        return await _zarr(request, name, key)
 
     if settings.fast_path:
-        app.add_middleware(DataFastPath, catalog=app.state.catalog, settings=settings)
+        app.add_middleware(DataFastPath, store=store)
     return app
 
 
@@ -331,9 +516,3 @@ def _zarr_path(table_dir: Path, key: str) -> Path:
     if real_dir not in path.parents or not path.is_file():
         raise TableNotFound(f"no key {key!r} in table {table_dir.name}")
     return path
-
-
-def create_app_from_env() -> FastAPI:
-    """Factory for ``uvicorn --factory`` (worker processes read their settings from the environment)."""
-    tune_allocator()
-    return create_app(Settings.from_env())

@@ -1,7 +1,8 @@
 """The ``surfacestore`` command line: serve tables over HTTP.
 
     surfacestore serve --root DIR [--host 127.0.0.1] [--port 8000] [--workers N] [--cache-mb M]
-                       [--max-block-records N] [--token TOKEN] [--log-level info]
+                       [--max-block-records N] [--max-block-mb M] [--max-header-kb K]
+                       [--header-timeout S] [--limit-concurrency N] [--log-level info]
 
 Every option can also be given as an environment variable (``SURFACESTORE_ROOT``,
 ``SURFACESTORE_PORT``, ``SURFACESTORE_TOKEN``, ...); options win over the environment.
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,15 +23,20 @@ __all__ = ["main"]
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
+    from surfacestore.server import run
 
     try:
         settings = Settings.from_env(root=args.root, host=args.host, port=args.port, workers=args.workers,
                                      cache_mb=args.cache_mb, max_block_records=args.max_block_records,
-                                     token=args.token, log_level=args.log_level)
+                                     max_block_mb=args.max_block_mb, token=args.token, log_level=args.log_level,
+                                     max_header_kb=args.max_header_kb, header_timeout=args.header_timeout,
+                                     limit_concurrency=args.limit_concurrency)
     except ValueError as exc:
         print(f"surfacestore: error: {exc}", file=sys.stderr)
         return 2
+    if args.token is not None:
+        print("surfacestore: warning: --token is visible to every user of this machine in the process list; "
+              "set SURFACESTORE_TOKEN in the environment instead", file=sys.stderr)
     if not settings.root.is_dir():
         print(f"surfacestore: error: root {settings.root} is not a folder", file=sys.stderr)
         return 1
@@ -39,15 +44,7 @@ def _serve(args: argparse.Namespace) -> int:
     logging.getLogger("surfacestore").info("serving %s on http://%s:%d (%d worker(s), cache %.0f MiB%s)",
                                            settings.root.resolve(), settings.host, settings.port, settings.workers,
                                            settings.cache_mb, ", token required" if settings.token else "")
-    if settings.workers > 1:
-        os.environ.update(settings.to_env())
-        uvicorn.run("surfacestore.app:create_app_from_env", factory=True, host=settings.host, port=settings.port,
-                    workers=settings.workers, log_level=settings.log_level, timeout_graceful_shutdown=10)
-    else:
-        from surfacestore.app import create_app
-
-        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level,
-                    timeout_graceful_shutdown=10)
+    run(settings)
     return 0
 
 
@@ -61,7 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, help="server processes [1]")
     s.add_argument("--cache-mb", type=float, help="record cache per process, MiB [256]")
     s.add_argument("--max-block-records", type=int, help="most records per block/window request [1024]")
-    s.add_argument("--token", help="require 'Authorization: Bearer TOKEN' on every endpoint but health")
+    s.add_argument("--max-block-mb", type=float, help="most MiB of body per block/window request [32]")
+    s.add_argument("--max-header-kb", type=float, help="most KiB of request line and headers [16]")
+    s.add_argument("--header-timeout", type=float, help="seconds a client may take to send a request's headers [10]")
+    s.add_argument("--limit-concurrency", type=int, help="most open connections and running requests per process "
+                   "(503 beyond) [512]")
+    s.add_argument("--token", help="require 'Authorization: Bearer TOKEN' on every endpoint but health (prefer "
+                   "SURFACESTORE_TOKEN: arguments are visible in the process list)")
     s.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
     s.set_defaults(func=_serve)
     return p

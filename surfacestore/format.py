@@ -36,7 +36,9 @@ import json
 import math
 import os
 import queue
+import re
 import shutil
+import stat
 import sys
 import threading
 import uuid
@@ -100,9 +102,18 @@ SHARD_AUTO_RECORDS = 4096
 #: Target size of one shard in bytes when sharding.
 SHARD_TARGET_BYTES = 16 * 2**20
 
-_UNWRITTEN = 2**64 - 1
+_UNWRITTEN = 2**64 - 1  # shard index entry of a record never written
 #: |tu x tv| below this fraction of max|tu| * max|tv| (over a record or build span) is degenerate.
-DEGENERATE_TOL = 1e-9  # shard index entry of a record never written
+DEGENERATE_TOL = 1e-9
+#: the largest record a table may declare (bytes of points, uncompressed): a header asking for more
+#: is corrupt, not a reason to allocate it
+MAX_RECORD_BYTES = 256 * 2**20
+#: the most grid points a table may declare (10^12: 112 TB of points)
+MAX_POINTS = 10**12
+#: the largest stored record read (a compressed record may exceed its raw size a little) and the
+#: largest zarr.json read
+_MAX_STORED_RECORD = MAX_RECORD_BYTES + 2**20
+_MAX_METADATA_BYTES = 16 * 2**20
 
 
 # zarr and numcodecs are imported where needed: a reader (the simulation client) needs neither, and
@@ -249,27 +260,86 @@ class Header:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Header:
+        """The header of a table's ``surface`` attribute, validated (:meth:`validate`);
+        :class:`TableCorrupt` naming the key for anything malformed."""
         try:
             if d["format"] != FORMAT:
                 raise TableCorrupt(f"unsupported table format {d['format']!r} (expected {FORMAT!r})")
             h = cls(
-                u_npts=int(d["u_npts"]), v_npts=int(d["v_npts"]), u_pts=int(d["u_pts"]),
-                v_pts=int(d["v_pts"]), u0=float(d["u0"]), v0=float(d["v0"]), du=float(d["du"]),
+                u_npts=_whole(d, "u_npts"), v_npts=_whole(d, "v_npts"), u_pts=_whole(d, "u_pts"),
+                v_pts=_whole(d, "v_pts"), u0=float(d["u0"]), v0=float(d["v0"]), du=float(d["du"]),
                 dv=float(d["dv"]), source=dict(d.get("source", {})), digest=str(d["digest"]),
                 created=str(d.get("created", "")), codec=str(d.get("codec", DEFAULT_CODEC)),
-                shard_records=int(d.get("shard_records", 0)), normal_sign=int(d.get("normal_sign", 1)),
-                extras=tuple(d.get("extras", ())), fields=tuple(d["fields"]),
-                bbox=None if d.get("bbox") is None else (tuple(d["bbox"][0]), tuple(d["bbox"][1])),
+                shard_records=_whole(d, "shard_records", 0), normal_sign=_whole(d, "normal_sign", 1),
+                extras=tuple(str(x) for x in d.get("extras", ())), fields=tuple(d["fields"]),
+                bbox=None if d.get("bbox") is None else (_vector3(d["bbox"][0]), _vector3(d["bbox"][1])),
                 rmax=None if d.get("rmax") is None else float(d["rmax"]),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
             raise TableCorrupt(f"invalid table header: {exc!r}") from exc
-        if h.fields != FIELDS:
-            raise TableCorrupt(f"header fields {list(h.fields)} differ from {list(FIELDS)}")
+        h.validate()
         for key in ("n_rec_u", "n_rec_v", "record_bytes"):
-            if key in d and int(d[key]) != getattr(h, key):
-                raise TableCorrupt(f"header {key} = {d[key]} disagrees with the grid ({getattr(h, key)})")
+            if key in d and d[key] != getattr(h, key):
+                raise TableCorrupt(f"header {key} = {d[key]!r} disagrees with the grid ({getattr(h, key)})")
         return h
+
+    def validate(self) -> None:
+        """Raise :class:`TableCorrupt` naming the first value out of range: grid sizes (at least 1,
+        records no larger than the grid, at most :data:`MAX_RECORD_BYTES` per record and
+        :data:`MAX_POINTS` in all), a finite positive spacing, finite origins, shard size, codec,
+        normal sign, extra fields' names and the bounding volumes."""
+        problems = []
+        for key, n, per in (("u", self.u_npts, self.u_pts), ("v", self.v_npts, self.v_pts)):
+            if n < 1:
+                problems.append(f"{key}_npts = {n} must be at least 1")
+            elif not 1 <= per <= n:
+                problems.append(f"{key}_pts = {per} must be in [1, {key}_npts = {n}]")
+        for key in ("du", "dv"):
+            value = getattr(self, key)
+            if not (math.isfinite(value) and value > 0):
+                problems.append(f"{key} = {value} must be finite and positive")
+        for key in ("u0", "v0"):
+            if not math.isfinite(getattr(self, key)):
+                problems.append(f"{key} = {getattr(self, key)} must be finite")
+        if not problems:
+            if self.u_npts * self.v_npts > MAX_POINTS:
+                problems.append(f"{self.u_npts} x {self.v_npts} points exceed {MAX_POINTS}")
+            if self.record_bytes > MAX_RECORD_BYTES:
+                problems.append(f"records of {self.u_pts} x {self.v_pts} points ({self.record_bytes} bytes) exceed "
+                                f"{MAX_RECORD_BYTES} bytes")
+            if not 0 <= self.shard_records <= self.n_rec_v:
+                problems.append(f"shard_records = {self.shard_records} must be in [0, {self.n_rec_v}]")
+        if self.codec not in CODECS:
+            problems.append(f"codec {self.codec!r} is not one of {list(CODECS)}")
+        if self.normal_sign not in (1, -1):
+            problems.append(f"normal_sign = {self.normal_sign} must be 1 or -1")
+        if self.fields != FIELDS:
+            problems.append(f"fields {list(self.fields)} differ from {list(FIELDS)}")
+        bad = [x for x in self.extras if x == "points" or not _FIELD_NAME.fullmatch(x)]
+        if bad or len(set(self.extras)) != len(self.extras):
+            problems.append(f"extras {list(self.extras)}: names must be unique, of letters, digits, '-', '_', '.'")
+        if self.bbox is not None and not all(map(math.isfinite, (*self.bbox[0], *self.bbox[1]))):
+            problems.append(f"bbox {self.bbox} must be two finite 3-vectors")
+        if self.rmax is not None and not (math.isfinite(self.rmax) and self.rmax >= 0):
+            problems.append(f"rmax = {self.rmax} must be finite and non-negative")
+        if problems:
+            raise TableCorrupt("invalid table header: " + "; ".join(problems))
+
+
+_FIELD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def _vector3(value: Any) -> tuple[float, float, float]:
+    x, y, z = (float(c) for c in value)  # ValueError unless exactly three numbers
+    return x, y, z
+
+
+def _whole(d: Mapping[str, Any], key: str, default: int | None = None) -> int:
+    """An integer header value: an int (not a bool) or an integral float."""
+    value = d[key] if default is None else d.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise TableCorrupt(f"invalid table header: {key} = {value!r} is not an integer")
+    return int(value)
 
 
 def window_block(header: Header, ri: int, rj: int, wu: int, wv: int) -> RecordBlock:
@@ -334,9 +404,12 @@ class Table:
         except (FileNotFoundError, NotADirectoryError):
             raise TableNotFound(f"no surface table at {self.path}") from None
         try:
-            fd = os.open("zarr.json", os.O_RDONLY, dir_fd=self._dirfd)
+            fd = self._open_regular("zarr.json")
             with os.fdopen(fd, "rb") as f:
-                attrs = json.loads(f.read())["attributes"]["surface"]
+                meta = f.read(_MAX_METADATA_BYTES + 1)
+            if len(meta) > _MAX_METADATA_BYTES:
+                raise ValueError(f"zarr.json is larger than {_MAX_METADATA_BYTES} bytes")
+            attrs = json.loads(meta)["attributes"]["surface"]
         except FileNotFoundError:
             self.close()  # close() also forgets the number: __del__ must not close it again
             raise TableNotFound(f"no surface table at {self.path}") from None
@@ -345,7 +418,10 @@ class Table:
             raise TableCorrupt(f"{self.path}: unreadable header ({exc!r})") from exc
         try:
             self.header = Header.from_dict(attrs)
-        except Exception:
+        except TableCorrupt as exc:
+            self.close()
+            raise TableCorrupt(f"{self.path}: {exc}") from None
+        except BaseException:
             self.close()
             raise
         self.name = table_name(self.path)
@@ -354,6 +430,17 @@ class Table:
         self._decompressor = _decompressor(self.header.codec)
         self._shard_index: dict[tuple[str, int, int], np.ndarray] = {}
         self._lock = threading.Lock()
+
+    def _open_regular(self, rel: str) -> int:
+        """A read-only descriptor of the regular file ``rel`` in the table's folder. Opened
+        non-blocking, so a FIFO planted in a table cannot hang a reader; anything but a regular
+        file (a folder, a FIFO, a device) is refused with ``IsADirectoryError`` or ``OSError``."""
+        fd = os.open(rel, os.O_RDONLY | os.O_NONBLOCK, dir_fd=self._dirfd)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise OSError(f"{rel} is not a regular file")
+        return fd
 
     def close(self) -> None:
         """Release the folder descriptor (also done when the object is garbage-collected)."""
@@ -387,10 +474,10 @@ class Table:
         leaf = "/0" if array == "points" else ""
         try:
             if not k:
-                fd = os.open(f"{array}/c/{ri}/{rj}{leaf}", os.O_RDONLY, dir_fd=self._dirfd)
+                fd = self._open_regular(f"{array}/c/{ri}/{rj}{leaf}")
                 try:
                     size = self._stored_size if array == "points" and self._stored_size else os.fstat(fd).st_size
-                    return os.read(fd, size + 1)  # one byte more reveals a file that is too long
+                    return os.read(fd, min(size, _MAX_STORED_RECORD) + 1)  # one byte more reveals a file too long
                 finally:
                     os.close(fd)
             sj, jj = divmod(rj, k)
@@ -399,7 +486,9 @@ class Table:
             offset, nbytes = (int(x) for x in index[jj])
             if offset == _UNWRITTEN:
                 raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) was never written", [(ri, rj)])
-            fd = os.open(shard, os.O_RDONLY, dir_fd=self._dirfd)
+            if nbytes > _MAX_STORED_RECORD:
+                raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) claims {nbytes} bytes", [(ri, rj)])
+            fd = self._open_regular(shard)
             try:
                 data = os.pread(fd, nbytes, offset)
             finally:
@@ -409,6 +498,9 @@ class Table:
             return data
         except FileNotFoundError as exc:
             raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) is missing", [(ri, rj)]) from exc
+        except OSError as exc:  # a folder or FIFO where the record should be, EIO, ...
+            raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) is unreadable ({exc.strerror or exc})",
+                                [(ri, rj)]) from exc
 
     def _read_shard_index(self, array: str, ri: int, sj: int, shard: str) -> np.ndarray:
         key = (array, ri, sj)
@@ -417,7 +509,7 @@ class Table:
             return index
         k = self.header.shard_records
         size = k * 16 + 4
-        fd = os.open(shard, os.O_RDONLY, dir_fd=self._dirfd)
+        fd = self._open_regular(shard)
         try:
             end = os.fstat(fd).st_size
             if end < size:
@@ -537,7 +629,8 @@ class TableWriter:
         self.path = path
         self.header = header
         self._overwrite = overwrite
-        self._tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
+        _remove_stale(path)
+        self._tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         h = header
         shards = None
         if h.shard_records:
@@ -711,7 +804,7 @@ class TableWriter:
         if self.path.exists():
             if not self._overwrite:
                 raise TableExists(f"{self.path} exists (use overwrite)")
-            old = self.path.parent / f".{self.path.name}.old-{uuid.uuid4().hex[:8]}"
+            old = self.path.parent / f".{self.path.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
             os.rename(self.path, old)
         os.rename(self._tmp, self.path)
         self._done = True
@@ -724,6 +817,32 @@ class TableWriter:
         self._done = True
         self._stop()
         shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+def _remove_stale(path: Path) -> None:
+    """Remove the hidden temporary folders of earlier builds of ``path`` whose process is gone (a
+    build killed with SIGKILL cannot clean up after itself). Their names carry the builder's pid:
+    ``.NAME.tmp-PID-XXXXXXXX`` and ``.NAME.old-PID-XXXXXXXX``."""
+    pattern = re.compile(re.escape(f".{path.name}.") + r"(?:tmp|old)-(\d+)-[0-9a-f]{8}")
+    try:
+        entries = os.listdir(path.parent)
+    except OSError:
+        return
+    for entry in entries:
+        m = pattern.fullmatch(entry)
+        if m is None or _alive(int(m.group(1))):
+            continue
+        shutil.rmtree(path.parent / entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _writev_all(fd: int, parts: Sequence[Any]) -> None:

@@ -19,10 +19,15 @@ class Settings:
 
     root: folder holding the tables (``NAME.zarr``); host/port: where to listen (loopback by
     default); workers: server processes; cache_mb: size of each process' record cache in MiB;
-    max_block_records: the most records one block or window request may return; token: when set,
-    every endpoint but health requires ``Authorization: Bearer TOKEN``; log_level: uvicorn's;
-    fast_path: serve the record/block/window endpoints from a pure ASGI middleware ahead of
-    FastAPI's routing (False: through the FastAPI routes, for comparison).
+    max_block_records and max_block_mb: the most records, and the most MiB of body, one block or
+    window request may return (413 beyond either); token: when set, every endpoint but health
+    requires ``Authorization: Bearer TOKEN``; log_level: uvicorn's; fast_path: serve the
+    record/block/window endpoints from a pure ASGI middleware ahead of FastAPI's routing (False:
+    through the FastAPI routes, for comparison). Connection limits (per process): max_header_kb,
+    the most KiB of request line and headers (431 beyond); header_timeout, the seconds a client may
+    take to send them (408, then the connection is closed); limit_concurrency, the most open
+    connections and running requests (503 beyond, served at once); timeout_keep_alive, the seconds
+    an idle keep-alive connection stays open.
     """
 
     root: Path = Path("tables")
@@ -31,9 +36,23 @@ class Settings:
     workers: int = 1
     cache_mb: float = 256.0
     max_block_records: int = 1024
+    max_block_mb: float = 32.0
     token: str | None = None
     log_level: str = "info"
     fast_path: bool = True
+    max_header_kb: float = 16.0
+    header_timeout: float = 10.0
+    limit_concurrency: int = 512
+    timeout_keep_alive: float = 5.0
+
+    def __post_init__(self) -> None:
+        for key in ("port", "workers", "max_block_records", "limit_concurrency"):
+            if getattr(self, key) < (0 if key == "port" else 1):
+                raise ValueError(f"{key} must be positive, got {getattr(self, key)}")
+        for key in ("cache_mb", "max_block_mb", "max_header_kb", "header_timeout", "timeout_keep_alive"):
+            value = getattr(self, key)
+            if not (value >= 0 and value < float("inf")) or (key != "cache_mb" and value == 0):
+                raise ValueError(f"{key} must be a positive number, got {value}")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -60,9 +79,9 @@ class Settings:
 def _convert(name: str, raw: str) -> Any:
     if name == "root":
         return Path(raw)
-    if name in ("port", "workers", "max_block_records"):
+    if name in ("port", "workers", "max_block_records", "limit_concurrency"):
         return int(raw)
-    if name == "cache_mb":
+    if name in ("cache_mb", "max_block_mb", "max_header_kb", "header_timeout", "timeout_keep_alive"):
         return float(raw)
     if name == "fast_path":
         if raw.lower() not in ("1", "0", "true", "false", "yes", "no"):

@@ -26,7 +26,7 @@ SIMCLIENT_API = {
     "ContactPair", "Contact", "ContactStatus", "ContactForce", "ForceLaw", "HertzianLaw", "DoubleLayer", "make_law",
     "LAWS", "FoundationContact", "LinearLayer", "NonlinearLayer", "Body", "Surface", "ContactModel",
     "MultibodySystem", "simulate", "SimulationResult", "SimClientError", "SourceError", "SourceNotFound",
-    "SourceRequestError", "SourceUnavailable", "TableChanged", "WindowError", "ContactError", "SimulationError",
+    "SourceRequestError", "SourceUnavailable", "SourceCorrupt", "TableChanged", "WindowError", "ContactError", "SimulationError",
     "ParameterError", "ServiceError",
 }
 

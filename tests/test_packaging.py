@@ -3,6 +3,7 @@ any working directory: nothing depends on the source tree's layout."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +12,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_installed_copy_finds_its_sample_definitions(tmp_path):
+    # install from a copy of the tracked files, so the build leaves nothing in the working tree
+    source = tmp_path / "source"
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for f in files:
+        (source / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, source / f)
     target = tmp_path / "site"
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                        "--target", str(target), str(ROOT)], capture_output=True, text=True)
+                        "--target", str(target), str(source)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     work = tmp_path / "elsewhere"
     work.mkdir()

@@ -17,7 +17,7 @@ from conftest import StoreProcess
 
 from preprocess.build import build_surface, parse_surface
 from simclient import HttpSource, LocalSource, open_surface
-from simclient.errors import SourceNotFound, SourceRequestError, SourceUnavailable, TableChanged
+from simclient.errors import SourceCorrupt, SourceNotFound, SourceRequestError, TableChanged
 from surfacestore.catalog import Catalog
 from surfacestore.format import RecordBlock, open_table, window_block
 
@@ -150,13 +150,17 @@ def test_corrupt_record_is_503_and_others_still_served(tmp_path):
     try:
         for rec in ("1/1", "2/2"):
             r = httpx.get(f"{s.url}/v1/surfaces/bad/records/{rec}")
-            assert r.status_code == 503 and r.json()["error"] == "table_unreadable"
+            assert r.status_code == 503 and r.json()["error"] == "record_corrupt"
             assert f"({rec.replace('/', ', ')})" in r.json()["detail"]
         assert httpx.get(f"{s.url}/v1/surfaces/bad/records/0/0").status_code == 200
         r = httpx.get(f"{s.url}/v1/surfaces/good/block", params={"ri0": 0, "ri1": 5, "rj0": 0, "rj1": 8})
         np.testing.assert_array_equal(_npy(r), good.read_block(RecordBlock(0, 5, 0, 8)))
-        with pytest.raises(SourceUnavailable, match=r"bad: records \[1, 2\) x \[1, 2\).*503"):
-            HttpSource(f"{s.url}/v1/surfaces/bad", retries=1).read_block(1, 2, 1, 2)
+        # a corrupt record is the store's definite answer: not retried (8 retries would take seconds)
+        src = HttpSource(f"{s.url}/v1/surfaces/bad", retries=8, backoff=1.0)
+        t = time.perf_counter()
+        with pytest.raises(SourceCorrupt, match=r"bad: records \[1, 2\) x \[1, 2\).*503.*record_corrupt"):
+            src.read_block(1, 2, 1, 2)
+        assert time.perf_counter() - t < 0.5
     finally:
         s.stop()
 
@@ -251,7 +255,7 @@ def test_http_source_retries_5xx_and_detects_changed_table():
         if request.url.path.endswith("/block"):
             calls["n"] += 1
             if calls["n"] < 3:
-                return httpx.Response(503, json={"error": "table_unreadable", "detail": "busy"})
+                return httpx.Response(503, text="Service Unavailable")  # a busy server (concurrency limit)
             digest = "d1" if calls["n"] == 3 else "d2"
             return httpx.Response(200, content=body.getvalue(), headers={"X-Table-Digest": digest})
         return httpx.Response(200, json=header)

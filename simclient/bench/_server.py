@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -39,14 +40,21 @@ class ServerProcess:
         self.env = {**os.environ, **(env or {})}
         self.timeout = timeout
         self.proc: subprocess.Popen[bytes] | None = None
+        # the server's log goes to a file: a pipe nobody reads would block the server once full
+        self.log = tempfile.TemporaryFile()
         if start:
             self.start()
 
     def start(self, wait: bool = True) -> None:
         self.proc = subprocess.Popen([*self.command, "--port", str(self.port)], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, env=self.env)
+                                     stderr=self.log, env=self.env)
         if wait:
             self.wait_ready()
+
+    def log_tail(self, n: int = 2000) -> str:
+        """The last ``n`` characters the server wrote to its standard error."""
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")[-n:]
 
     def wait_ready(self) -> None:
         """Wait until the server answers its health check; :class:`ServiceError` if it exits or
@@ -55,8 +63,8 @@ class ServerProcess:
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode(errors="replace")[-2000:] if self.proc.stderr else ""
-                raise ServiceError(f"{' '.join(self.command)} exited with status {self.proc.returncode}: {err}")
+                raise ServiceError(f"{' '.join(self.command)} exited with status {self.proc.returncode}: "
+                                   f"{self.log_tail()}")
             try:
                 if httpx.get(self.url + "/v1/health", timeout=1).status_code == 200:
                     return
@@ -74,8 +82,6 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc is not None and self.proc.stderr:
-            self.proc.stderr.close()
 
     def __enter__(self) -> ServerProcess:
         return self

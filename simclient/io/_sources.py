@@ -26,10 +26,17 @@ from typing import Any, Protocol, runtime_checkable
 import httpx
 import numpy as np
 
-from simclient.errors import SourceError, SourceNotFound, SourceRequestError, SourceUnavailable, TableChanged
+from simclient.errors import (
+    SourceCorrupt,
+    SourceError,
+    SourceNotFound,
+    SourceRequestError,
+    SourceUnavailable,
+    TableChanged,
+)
 from simclient.io._npy import load_npy
 from simclient.io._transport import KeepAliveTransport
-from surfacestore.errors import RecordOutOfRange, SurfaceStoreError, TableNotFound, UnknownField
+from surfacestore.errors import RecordOutOfRange, SurfaceStoreError, TableCorrupt, TableNotFound, UnknownField
 from surfacestore.format import Header, RecordBlock, Table
 
 __all__ = ["Source", "LocalSource", "HttpSource", "MemorySource", "CountingSource", "open_surface", "read_field"]
@@ -67,6 +74,8 @@ class LocalSource:
             self._table = Table(path)
         except TableNotFound as exc:
             raise SourceNotFound(str(exc)) from None
+        except TableCorrupt as exc:
+            raise SourceCorrupt(str(exc)) from None
         except SurfaceStoreError as exc:
             raise SourceError(str(exc)) from exc
         self.name = self._table.name
@@ -78,6 +87,8 @@ class LocalSource:
             return self._table.read_block(RecordBlock(ri0, ri1, rj0, rj1), array)
         except (RecordOutOfRange, UnknownField) as exc:
             raise SourceRequestError(f"{self.name}: {exc}") from None
+        except TableCorrupt as exc:
+            raise SourceCorrupt(f"{self.name}: records [{ri0}, {ri1}) x [{rj0}, {rj1}): {exc}") from None
         except (SurfaceStoreError, OSError) as exc:
             raise SourceError(f"{self.name}: records [{ri0}, {ri1}) x [{rj0}, {rj1}): {exc}") from exc
 
@@ -165,9 +176,11 @@ class HttpSource:
             else:
                 if r.status_code < 400:
                     return r
-                detail = _detail(r)
+                code, detail = _detail(r)
                 if r.status_code == 404:
                     raise SourceNotFound(f"{self.name}: {what}: not found ({detail})")
+                if code in ("record_corrupt", "table_unreadable"):  # the store's definite answer
+                    raise SourceCorrupt(f"{self.name}: {what}: HTTP {r.status_code} ({detail})")
                 if r.status_code < 500:
                     err = SourceRequestError(f"{self.name}: {what}: HTTP {r.status_code} ({detail})")
                     err.status_code = r.status_code  # type: ignore[attr-defined]
@@ -210,12 +223,13 @@ class HttpSource:
         return f"HttpSource({self.url!r})"
 
 
-def _detail(r: httpx.Response) -> str:
+def _detail(r: httpx.Response) -> tuple[str | None, str]:
+    """The store's error code and a readable ``code: detail`` (or the body's start)."""
     try:
         body = r.json()
-        return f"{body.get('error')}: {body.get('detail')}"
-    except ValueError:
-        return r.text[:200]
+        return str(body.get("error")), f"{body.get('error')}: {body.get('detail')}"
+    except (ValueError, AttributeError):
+        return None, r.text[:200]
 
 
 class CountingSource:
