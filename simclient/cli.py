@@ -74,11 +74,12 @@ def _bench(args: argparse.Namespace) -> int:
 
     ensure_sample_tables(args.tables)
     say = _say(args.json)
-    names = list(BENCHES) if args.bench == "all" else [args.bench]
+    names = [n for n, b in BENCHES.items() if b.in_all] if args.bench == "all" else [args.bench]
+    options = {"minutes": args.minutes} if args.bench == "soak" else {}
     results: dict[str, Any] = {}
     for name in names:
         say(f"bench {name}")
-        results[name] = BENCHES[name].run(args.tables, quick=args.quick, progress=say)
+        results[name] = BENCHES[name].run(args.tables, quick=args.quick, progress=say, **options)
         if not args.json:
             print(BENCHES[name].report(results[name]), "", sep="\n", flush=True)
     if "windows" in results and getattr(args, "out", None) is not None:
@@ -119,13 +120,15 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="benchmarks")
     bsub = b.add_subparsers(dest="bench", required=True)
     for name, bench in {**{n: bb.description for n, bb in BENCHES.items()},
-                        "all": "the whole suite: " + ", ".join(BENCHES)}.items():
+                        "all": "the whole suite: " + ", ".join(n for n, b in BENCHES.items() if b.in_all)}.items():
         bp = bsub.add_parser(name, help=bench)
         bp.add_argument("--tables", type=Path, default=Path("tables"), help="sample tables (built if missing)")
         bp.add_argument("--quick", action="store_true", help="a short run (a few minutes for 'all')")
         bp.add_argument("--json", action="store_true")
         if name in ("windows", "all"):
             bp.add_argument("--out", type=Path, help="folder for the plot of the window ratios")
+        if name == "soak":
+            bp.add_argument("--minutes", type=float, help="how long (default 10; 0.3 with --quick)")
         bp.set_defaults(func=_bench)
     return p
 

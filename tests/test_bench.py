@@ -35,3 +35,14 @@ def test_bench_contact_and_store_quick(sample_tables):
     for table in ("ball_33", "ball_333", "ball"):
         assert errs[table, "bilinear"]["max_error_m"] <= errs[table, "bilinear"]["chordal_bound_m"]
         assert errs[table, "hermite"]["max_error_m"] < errs[table, "bilinear"]["max_error_m"]
+
+
+def test_bench_soak_quick(sample_tables):
+    r = subprocess.run([sys.executable, "-m", "simclient.cli", "bench", "soak", "--minutes", "0.25", "--json",
+                        "--tables", str(sample_tables)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["store_alive"] and res["rebuilds"] >= 2
+    assert res["unintended_errors"] == 0 and res["wrong_bytes"] == 0, res["clients"]
+    assert all(c["requests"] > 50 for c in res["clients"].values())
+    assert res["clients"]["bad"]["intended_errors"] == res["clients"]["bad"]["requests"]

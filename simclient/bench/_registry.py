@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from simclient.bench import contact, store, windows
+from simclient.bench import contact, soak, store, windows
 
 __all__ = ["Bench", "BENCHES"]
 
@@ -18,13 +18,16 @@ class Bench:
     description: str
     run: Callable[..., dict[str, Any]]
     report: Callable[[dict[str, Any]], str]
+    in_all: bool = True  # run by ``simclient bench all``
 
 
-#: the benchmarks by name (``simclient bench all`` runs them in this order)
+#: the benchmarks by name (``simclient bench all`` runs those ``in_all``, in this order)
 BENCHES: dict[str, Bench] = {
     "store": Bench("store latency and throughput over loopback", store.run, store.report),
     "contact": Bench("contact-evaluation cost and interpolation error", contact.run, contact.report),
     "windows": Bench("the thesis' Table 6.3: window sizes with the bouncing ball", windows.run, windows.report),
     "sweep": Bench("record sizes x window extents x prefetch for a travelling contact", windows.run_sweep,
                    windows.report_sweep),
+    "soak": Bench("the store under mixed clients and rebuilds for --minutes (errors, wrong bytes, latency, memory)",
+                  soak.run, soak.report, in_all=False),
 }
