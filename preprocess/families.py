@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.interpolate import BSpline
+from scipy.interpolate import Akima1DInterpolator, BSpline, CubicSpline, PchipInterpolator
 
 from preprocess.errors import DefinitionError
 
@@ -31,6 +31,8 @@ __all__ = [
     "EllipticParaboloid",
     "Nurbs",
     "ThinPlate",
+    "PolarProfile",
+    "PROFILE_SPLINES",
     "FAMILIES",
     "make_family",
     "basis_matrix",
@@ -387,8 +389,84 @@ class ThinPlate(Family):
         return s.reshape(u.shape + (3,)), su.reshape(u.shape + (3,)), sv.reshape(u.shape + (3,))
 
 
+#: the polar profiles' piecewise cubics by name, with the IMSL routine of the thesis each stands for:
+#: not-a-knot (CSINT), Akima (CSAKM) and shape-preserving (CSCON; here scipy's PCHIP, which keeps the
+#: data's monotonicity, the closest shape-preserving piecewise cubic scipy has)
+PROFILE_SPLINES = {
+    "not-a-knot": lambda t, r: CubicSpline(t, r, bc_type="not-a-knot"),
+    "akima": Akima1DInterpolator,
+    "shape-preserving": PchipInterpolator,
+}
+
+
+class PolarProfile(Family):
+    """A planar profile in polar form about the frame's origin, extruded along z (thesis eqs.
+    5.2-5.9, Markus eq. 10): ``s(u, v) = (r(u) cos u, r(u) sin u, v)``, u the polar angle (rad), v
+    the extrusion (m). ``r(u)`` is a piecewise cubic through ``points`` (``[[x, y], ...]`` in
+    metres, ordered along the profile with increasing polar angle) of kind ``spline`` (a key of
+    :data:`PROFILE_SPLINES`), or the single cubic ``coefficients`` ``[a3, a2, a1, a0]`` (r in m, u in
+    rad; ``[0, 0, 0, R]`` is a circle) over ``u_range``. The outward normal ``tu x tv`` points to the
+    right of the direction of increasing u: away from the origin for a profile around it. The
+    default u range is the points' polar angles; the default v range is +-5 mm."""
+
+    name = "polar_profile"
+    params = ("points", "spline", "coefficients")
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        nm = self.name
+        if ("points" in params) == ("coefficients" in params):
+            raise DefinitionError(f"{nm}: give either points (with spline) or coefficients")
+        if "coefficients" in params:
+            try:
+                c = np.asarray(params["coefficients"], dtype=float)
+            except (TypeError, ValueError):
+                raise DefinitionError(f"{nm}: coefficients must be 4 numbers") from None
+            if c.shape != (4,) or not np.isfinite(c).all():
+                raise DefinitionError(f"{nm}: coefficients must be 4 finite numbers [a3, a2, a1, a0], got {c.tolist()}")
+            poly = np.polynomial.Polynomial(c[::-1])
+            self.r: Any = poly
+            self.dr: Any = poly.deriv()
+            self.theta: np.ndarray | None = None
+            return
+        kind = params.get("spline", "shape-preserving")
+        if kind not in PROFILE_SPLINES:
+            raise DefinitionError(f"{nm}: unknown spline {kind!r}; choose one of {', '.join(PROFILE_SPLINES)}")
+        try:
+            p = np.asarray(params["points"], dtype=float)
+        except (TypeError, ValueError):
+            raise DefinitionError(f"{nm}: points must be a list of [x, y] pairs (m)") from None
+        if p.ndim != 2 or p.shape[1] != 2 or len(p) < 4 or not np.isfinite(p).all():
+            raise DefinitionError(f"{nm}: points must be at least 4 finite [x, y] pairs (m), got shape {p.shape}")
+        theta = np.unwrap(np.arctan2(p[:, 1], p[:, 0]))
+        radius = np.hypot(p[:, 0], p[:, 1])
+        if (radius <= 0).any() or not (np.all(np.diff(theta) > 0) or np.all(np.diff(theta) < 0)):
+            raise DefinitionError(f"{nm}: the points' polar angles must increase strictly along the profile "
+                                  "(a profile that is single-valued in polar form about the origin)")
+        if theta[0] > theta[-1]:
+            theta, radius = theta[::-1], radius[::-1]
+        self.theta = theta
+        spline = PROFILE_SPLINES[kind](theta, radius)
+        self.r, self.dr = spline, spline.derivative()
+
+    def domain(self) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        if self.theta is None:
+            return None  # coefficients: the definition gives u_range
+        return (float(self.theta[0]), float(self.theta[-1])), (-0.005, 0.005)
+
+    def evaluate(self, u: np.ndarray, v: np.ndarray) -> Arrays:
+        u, v = np.broadcast_arrays(np.asarray(u, float), np.asarray(v, float))
+        r, dr, cu, su = self.r(u), self.dr(u), np.cos(u), np.sin(u)
+        s = np.stack([r * cu, r * su, v], axis=-1)
+        tu = np.stack([dr * cu - r * su, dr * su + r * cu, np.zeros_like(u)], axis=-1)
+        tv = np.zeros_like(s)
+        tv[..., 2] = 1.0
+        return s, tu, tv
+
+
 FAMILIES: dict[str, type[Family]] = {
-    cls.name: cls for cls in (Plane, Sphere, Ellipsoid, Cylinder, Torus, EllipticParaboloid, Nurbs, ThinPlate)
+    cls.name: cls for cls in (Plane, Sphere, Ellipsoid, Cylinder, Torus, EllipticParaboloid, Nurbs, ThinPlate,
+                              PolarProfile)
 }
 
 

@@ -1,6 +1,7 @@
 """The ``simclient`` command line: run scenarios, validation cases and benchmarks.
 
     simclient run SCENARIO [options]   # simclient run --help lists the scenarios
+    simclient study STUDY [options]    # several runs compared (simclient study --help lists them)
     simclient validate [CASE ...]      # closed-form validation cases
     simclient bench NAME [--quick]     # benchmarks (store, contact, windows, sweep, all)
 
@@ -44,7 +45,7 @@ def _run(args: argparse.Namespace) -> int:
         from simclient.scenarios import ensure_sample_tables
 
         # the sample tables this scenario reads by default, built when missing from --tables
-        names = [t for role, t in scenario.tables.items() if role not in tables.overrides]
+        names = [t for role, t in scenario.table_names(params).items() if role not in tables.overrides]
         ensure_sample_tables(args.tables, quiet=args.json, names=names, missing_only=True)
     summary = scenario.run(params, tables, out=args.out, progress=_say(args.json or not sys.stderr.isatty()))
     summary.values["peak_rss_MB"] = _peak_rss_mb()
@@ -65,6 +66,32 @@ def _validate(args: argparse.Namespace) -> int:
             print(f"{'PASS' if c['passed'] else 'FAIL'}  {c['name']:32s} measured {c['measured']:.6g}  expected "
                   f"{c['expected']:.6g}  ({c['tolerance_kind']} tolerance {c['tolerance']:g})")
     return 0 if all(c["passed"] for c in cases) else 1
+
+
+def _study(args: argparse.Namespace) -> int:
+    from simclient.scenarios import Tables, ensure_sample_tables, get_scenario
+    from simclient.scenarios.studies import get_study, run_study
+
+    study = get_study(args.study)
+    cls = get_scenario(study.scenario)
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise SimClientError(f"--out {args.out}: exists and is not a folder")
+    tables = Tables(store=args.store, folder=args.tables, token=args.token)
+    if args.store is None:
+        names = sorted({t for _, p in study.cases for t in cls().table_names(cls.Params(**p)).values()})
+        ensure_sample_tables(args.tables, quiet=args.json, names=names, missing_only=True)
+    say = _say(args.json or not sys.stderr.isatty())
+    say(f"study {study.name}: {len(study.cases)} runs of {study.scenario}")
+    summary, cases = run_study(study, tables, out=args.out, workers=args.workers, progress=say)
+    if args.json:
+        print(json.dumps(summary, indent=2, default=float))
+    else:
+        scenario = cls()
+        for label, s in cases:
+            print(f"[{label}]", scenario.report(s), sep="\n")
+        for f in summary.get("outputs", []):
+            print(f"wrote {f}")
+    return 0 if all(s.ok for _, s in cases) else 1
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -110,6 +137,21 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--json", action="store_true", help="print the JSON summary")
         cls.add_arguments(sp)
         sp.set_defaults(func=_run, scenario_class=cls)
+
+    from simclient.scenarios.studies import STUDIES
+
+    st = sub.add_parser("study", help="run a study (independent runs compared)", description="Studies: " + "; ".join(
+        f"{name}: {study.title}" for name, study in STUDIES.items()))
+    st.add_argument("study", choices=list(STUDIES), metavar="STUDY", help=", ".join(STUDIES))
+    where = st.add_mutually_exclusive_group()
+    where.add_argument("--store", help="base URL of a surface store (http://host:port)")
+    where.add_argument("--tables", type=Path, default=Path("tables"),
+                       help="folder of NAME.zarr tables; missing sample tables are built there (default: tables)")
+    st.add_argument("--token", help="bearer token for the store")
+    st.add_argument("--out", type=Path, help="folder for the comparison plots")
+    st.add_argument("--workers", type=int, help="parallel processes (default: the CPUs)")
+    st.add_argument("--json", action="store_true", help="print the JSON summary")
+    st.set_defaults(func=_study)
 
     v = sub.add_parser("validate", help="closed-form validation cases")
     v.add_argument("cases", nargs="*", help="case names (default: all)")

@@ -47,7 +47,7 @@ def test_double_layer_law_runs(sample_tables):
 @pytest.mark.parametrize("args, status, message", [
     (["--t-end", "-1"], 1, "t_end must be positive"),
     (["--t-end", "nan"], 2, "must be finite"),
-    (["--law", "nope"], 2, "invalid choice"),
+    (["--law", "nope"], 1, "unknown law 'nope'"),
     (["--law", "gonthier", "--cr", "0"], 1, "coefficient of restitution"),
     (["--law", "flores", "--cr", "1.5"], 1, "coefficient of restitution"),
     (["--window-ball", "3by3"], 2, "window extent"),

@@ -29,6 +29,12 @@ CASES = {
     "torus": ({"major_radius": 0.05, "minor_radius": 0.01}, (0, 6.2), (-3, 3),
               lambda s: (np.hypot(s[..., 0], s[..., 1]) - 0.05) ** 2 + s[..., 2] ** 2 - 0.01**2,
               lambda s: _torus_normal(s, 0.05, 0.01)),
+    # a polar cubic r = a1 u + a0 (a spiral: its normal is not radial), extruded along z
+    "polar_profile": ({"coefficients": [0.0, 0.0, 0.005, 0.03]}, (-2.0, 2.0), (-0.005, 0.005),
+                      lambda s: np.hypot(s[..., 0], s[..., 1]) - (0.005 * np.arctan2(s[..., 1], s[..., 0]) + 0.03),
+                      lambda s: _unit(np.stack([s[..., 0] + 0.005 * s[..., 1] / np.hypot(s[..., 0], s[..., 1]),
+                                                s[..., 1] - 0.005 * s[..., 0] / np.hypot(s[..., 0], s[..., 1]),
+                                                0 * s[..., 0]], -1))),
     "elliptic_paraboloid": ({"R1": 0.03, "R2": 0.07}, (-0.02, 0.02), (-0.02, 0.02),
                             lambda s: s[..., 2] - s[..., 0] ** 2 / 0.06 - s[..., 1] ** 2 / 0.14,
                             lambda s: _unit(np.stack([-s[..., 0] / 0.03, -s[..., 1] / 0.07,

@@ -1,7 +1,9 @@
 """Contact: detection (geometry only) and the laws that turn it into forces, as Simbody splits them.
 
 - Point contact: :class:`ContactPair` solves the common-normal conditions between two storage
-  windows (compiled Newton) and returns a :class:`Contact` with a :class:`ContactStatus`.
+  windows (compiled Newton) and returns a :class:`Contact` with a :class:`ContactStatus`; in the
+  plane, :class:`ProfilePair` does the same for two profile tables and :class:`CirclePair` gives the
+  closed-form circle and line cases.
 - Force laws: a :class:`ForceLaw` takes a contact and the relative velocity and returns a
   :class:`ContactForce`; :func:`make_law` looks one up by name in :data:`LAWS`.
 - Elastic foundation: an :class:`ElementDetector` finds the elements of grids on a fixed table in
@@ -32,8 +34,10 @@ from simclient.contact._laws import (
 )
 from simclient.contact._newton import ContactStatus, solve_contact
 from simclient.contact._point import Contact, ContactPair
+from simclient.contact._profile import CirclePair, ProfilePair, planar_pose, solve_profile_contact
 
 __all__ = ["ContactPair", "Contact", "ContactStatus", "ContactForce", "ForceLaw", "HertzianLaw", "DoubleLayer",
            "make_law", "LAWS", "DAMPING", "hertz_stiffness", "Material", "MATERIALS", "ElementGrid", "element_grid",
            "ElementContact", "ElementDetector", "FoundationContact", "CompartmentResult", "LayerLaw", "LinearLayer",
-           "NonlinearLayer", "layer_result", "solve_contact"]
+           "NonlinearLayer", "layer_result", "solve_contact", "ProfilePair", "CirclePair", "planar_pose",
+           "solve_profile_contact"]

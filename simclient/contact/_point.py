@@ -80,8 +80,11 @@ class ContactPair:
     """Contact detection between the surfaces read by ``window_i`` and ``window_j``.
 
     Both windows must use the same interpolation. ``tol`` is the Newton convergence tolerance in
-    grid cells; ``max_step`` the largest Newton step in cells.
+    grid cells; ``max_step`` the largest Newton step in cells. ``kernel`` is the compiled solve (the
+    common normal of two surfaces here; of two profiles in :class:`simclient.contact.ProfilePair`).
     """
+
+    kernel = staticmethod(solve_contact)
 
     def __init__(self, window_i: StorageWindow, window_j: StorageWindow, *, max_iter: int = 30,
                  tol: float = 1e-9, max_step: float = 4.0, coarse_points: int = 64) -> None:
@@ -112,9 +115,9 @@ class ContactPair:
         self.flts[L.PAIR_QUIET_J:L.PAIR_QUIET_J + 4] = wj.quiet
         self._versions = (wi.version, wj.version)
 
-    def coarse_guess(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> np.ndarray:
-        """Initial (u_i, v_i, u_j, v_j) from the windows' points: for every point of window i the
-        nearest point of window j, keeping the pair of largest indentation along j's normal."""
+    def _coarse(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> tuple[np.ndarray, float]:
+        """For every point of window i the nearest point of window j: the pair of largest
+        indentation along j's normal, as ``(u_i, v_i, u_j, v_j)``, and that indentation (m)."""
         pi = _strided(self.wi.points(), self.coarse_points)
         pj = _strided(self.wj.points(), self.coarse_points)
         Pi = pi[:, 2:5] @ R_i.T + c_i
@@ -123,7 +126,17 @@ class ContactPair:
         _, k = cKDTree(Pj).query(Pi)
         depth = np.einsum("ij,ij->i", Pj[k] - Pi, Nj[k])
         a = int(np.argmax(depth))
-        return np.array([pi[a, 0], pi[a, 1], pj[k[a], 0], pj[k[a], 1]])
+        return np.array([pi[a, 0], pi[a, 1], pj[k[a], 0], pj[k[a], 1]]), float(depth[a])
+
+    def coarse_guess(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> np.ndarray:
+        """Initial (u_i, v_i, u_j, v_j) from the windows' points (see :meth:`coarse_depth`)."""
+        return self._coarse(R_i, c_i, R_j, c_j)[0]
+
+    def coarse_depth(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> float:
+        """The largest indentation (m, negative: minus a gap) between the windows' points, each
+        point of i against its nearest point of j: an estimate where the common normal has no
+        solution on the windows (bodies far apart)."""
+        return self._coarse(R_i, c_i, R_j, c_j)[1]
 
     def detect(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray,
                strict: bool = False, update_windows: bool = True) -> Contact:
@@ -145,7 +158,7 @@ class ContactPair:
         it_total = 0
         status = ContactStatus.NOT_CONVERGED
         for _ in range(8):
-            code, it = solve_contact(wi.buffer, wj.buffer, ints, self.flts, R_i, c_i, R_j, c_j, x, self.work)
+            code, it = self.kernel(wi.buffer, wj.buffer, ints, self.flts, R_i, c_i, R_j, c_j, x, self.work)
             status = _STATUSES[code]
             it_total += it
             if status == ContactStatus.NEEDS_UPDATE or (update_windows and status.left_window):
@@ -155,9 +168,9 @@ class ContactPair:
                     self._sync()
                 ints[L.PAIR_CHECK] = 0
                 continue
-            if status == ContactStatus.NOT_CONVERGED and warm:
-                # the warm start was too far (bodies moved a long way since): restart once from a
-                # coarse search over the windows' points
+            if warm and status != ContactStatus.CONVERGED and not status.left_window:
+                # the warm start was too far (bodies moved a long way since, e.g. an integrator's
+                # trial step): restart once from a coarse search over the windows' points
                 warm = False
                 x = self.coarse_guess(R_i, c_i, R_j, c_j)
                 continue

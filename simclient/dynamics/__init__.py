@@ -6,15 +6,40 @@
 - Constraints: :class:`SphericalJoint`, :class:`RevoluteJoint`, :class:`Prescribed`.
 - Loads: :class:`Ligament` with :class:`QuadraticLaw` or :class:`BlankevoortLaw`,
   :class:`PointLoad`, :func:`pulse`.
-- Integration: :func:`simulate` (contact events), :func:`integrate` (any ODE), :data:`METHODS`.
+- Planar: :class:`PlanarBody`, :class:`PlanarSystem` (coordinates x, y, phi; the augmented form
+  with analytic Jacobians), :class:`Revolute2D`, :class:`PrescribedMotion`, profile contacts
+  (:class:`PlanarContact` on :class:`ProfileSurface`), :func:`spring_damper`.
+- Integration: :func:`simulate` (contact events, any :class:`System`), :func:`integrate` (any ODE),
+  :data:`METHODS`.
 """
 
 from simclient.dynamics._bodies import Body, Poses, Surface
 from simclient.dynamics._constraints import Constraint, Prescribed, RevoluteJoint, SphericalJoint
-from simclient.dynamics._integrate import METHODS, RK4, SimulationResult, integrate, simulate, solver_class
-from simclient.dynamics._loads import BlankevoortLaw, Ligament, LigamentLaw, Load, PointLoad, QuadraticLaw, pulse
+from simclient.dynamics._integrate import METHODS, RK4, SimulationResult, System, integrate, simulate, solver_class
+from simclient.dynamics._loads import (
+    BlankevoortLaw,
+    Ligament,
+    LigamentLaw,
+    LinearSpring,
+    Load,
+    PointLoad,
+    QuadraticLaw,
+    pulse,
+    spring_damper,
+)
+from simclient.dynamics._planar import (
+    PlanarBody,
+    PlanarConstraint,
+    PlanarContact,
+    PlanarSystem,
+    PrescribedMotion,
+    ProfileSurface,
+    Revolute2D,
+)
 from simclient.dynamics._system import ContactModel, MultibodySystem
 
 __all__ = ["Body", "Surface", "Poses", "ContactModel", "MultibodySystem", "Constraint", "SphericalJoint",
            "RevoluteJoint", "Prescribed", "Load", "LigamentLaw", "Ligament", "QuadraticLaw", "BlankevoortLaw",
-           "PointLoad", "pulse", "METHODS", "RK4", "solver_class", "integrate", "simulate", "SimulationResult"]
+           "LinearSpring", "spring_damper", "PointLoad", "pulse", "METHODS", "RK4", "solver_class", "integrate",
+           "simulate", "SimulationResult", "System", "PlanarBody", "ProfileSurface", "PlanarContact", "PlanarSystem",
+           "Revolute2D", "PrescribedMotion", "PlanarConstraint"]

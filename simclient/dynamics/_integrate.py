@@ -14,16 +14,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, DenseOutput, OdeSolver, Radau, solve_ivp
 
-from simclient.dynamics._system import ContactModel, MultibodySystem
 from simclient.errors import ContactError, ParameterError, SimulationError
-from simclient.geometry import normalize_euler
 
-__all__ = ["METHODS", "RK4", "solver_class", "integrate", "simulate", "SimulationResult"]
+__all__ = ["METHODS", "RK4", "solver_class", "integrate", "simulate", "SimulationResult", "System"]
+
+#: restarts of a segment with smaller steps after a failed contact detection (see :func:`simulate`)
+MAX_RETRIES = 3
 
 
 class RK4(OdeSolver):
@@ -134,25 +135,43 @@ class SimulationResult:
         raise ParameterError(f"t = {t} s is outside the simulated interval [0, {self.t[-1]}]")
 
 
-def _normalize(system: MultibodySystem, y: np.ndarray) -> np.ndarray:
-    y = y.copy()
-    for b in system.free:
-        k = 13 * system.index[id(b)]
-        y[k + 3:k + 7] = normalize_euler(y[k + 3:k + 7])
-    return y
+class System(Protocol):
+    """What :func:`simulate` needs of a system (:class:`MultibodySystem`, :class:`PlanarSystem`)."""
+
+    @property
+    def contacts(self) -> Sequence[Any]: ...
+
+    def initial_state(self) -> np.ndarray: ...
+
+    def normalize(self, y: np.ndarray, t: float | None = None) -> np.ndarray: ...
+
+    def set_state(self, y: np.ndarray) -> None: ...
+
+    def rhs(self, t: float, y: np.ndarray) -> np.ndarray: ...
+
+    def gap(self, c: Any) -> float: ...
+
+    def detect(self, c: Any) -> Any: ...
+
+    def relative_velocity(self, c: Any, k: Any) -> np.ndarray: ...
 
 
-def simulate(system: MultibodySystem, t_end: float, *, method: str | type[OdeSolver] = "DOP853",
+def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "DOP853",
              rtol: float = 1e-10, atol: float = 1e-12, max_step: float = np.inf, h: float | None = None,
-             stop: Callable[[float, MultibodySystem], float] | None = None,
+             stop: Callable[[float, Any], float] | None = None, project_every: float | None = None,
              progress: Callable[[float], None] | None = None) -> SimulationResult:
-    """Integrate ``system`` from t = 0 to ``t_end`` (s).
+    """Integrate ``system`` (a :class:`MultibodySystem` or a :class:`PlanarSystem`) from t = 0 to
+    ``t_end`` (s).
 
     ``method``: a name in :data:`METHODS` (``rk4`` steps by ``h``, default 1e-5 s) or an
     ``OdeSolver`` subclass. Contact onsets and separations are terminal events (see
     :mod:`simclient.dynamics._system`); ``stop(t, system)`` ends the run where it crosses zero from
-    below (e.g. a flexion angle reaching its target). Failures (integrator, contact detection) end
-    the run with ``status = -1`` and a message; the result then covers what was integrated.
+    below (e.g. a flexion angle reaching its target). At every restart the state is projected by
+    ``system.normalize`` (Euler parameters; a planar system's constraints), and ``project_every``
+    (s) restarts at least that often. A contact detection that fails inside a step (a trial state
+    far from the last accepted one) restarts the segment with ``max_step`` a thousandth of the time
+    left, then ten and a hundred times smaller; failures beyond that (and the integrator's) end the
+    run with ``status = -1`` and a message; the result then covers what was integrated.
     """
     if not (t_end > 0 and np.isfinite(t_end)):
         raise ParameterError(f"the end time must be positive and finite (s), got {t_end}")
@@ -161,7 +180,7 @@ def simulate(system: MultibodySystem, t_end: float, *, method: str | type[OdeSol
     if h is not None:
         options["h"] = h
     t0 = time.perf_counter()
-    y = _normalize(system, system.initial_state())
+    y = system.normalize(system.initial_state(), 0.0)
     t = 0.0
     events: list[dict[str, Any]] = []
     segments: list[Any] = []
@@ -169,7 +188,7 @@ def simulate(system: MultibodySystem, t_end: float, *, method: str | type[OdeSol
     nfev = steps = 0
     status, message = 0, "finished"
 
-    def make_event(c: ContactModel) -> Callable[[float, np.ndarray], float]:
+    def make_event(c: Any) -> Callable[[float, np.ndarray], float]:
         def ev(tt: float, yy: np.ndarray) -> float:
             system.set_state(yy)
             return system.gap(c)
@@ -177,7 +196,7 @@ def simulate(system: MultibodySystem, t_end: float, *, method: str | type[OdeSol
         ev.direction = 1.0 if c.active else -1.0  # type: ignore[attr-defined]
         return ev
 
-    def switch(c: ContactModel, tt: float, yy: np.ndarray) -> None:
+    def switch(c: Any, tt: float, yy: np.ndarray) -> None:
         system.set_state(yy)
         k = system.detect(c)
         rate = k.indentation_rate(system.relative_velocity(c, k))
@@ -203,9 +222,22 @@ def simulate(system: MultibodySystem, t_end: float, *, method: str | type[OdeSol
             if system.gap(c) < 0:
                 switch(c, 0.0, y)
         stopped = False
+        retries, segment_options = 0, dict(options)
         while t < t_end - 1e-15 and not stopped:
             evs = [make_event(c) for c in system.contacts] + ([stop_event] if stop is not None else [])
-            sol = integrate(system.rhs, (t, t_end), y, method=solver, events=evs, dense_output=True, **options)
+            t_next = t_end if project_every is None else min(t_end, t + project_every)
+            try:
+                sol = integrate(system.rhs, (t, t_next), y, method=solver, events=evs, dense_output=True,
+                                **segment_options)
+            except ContactError:
+                # a trial state far from the last accepted one (a large step into a stiff contact)
+                # can put the contact point off the tables: retry the segment with smaller steps
+                if retries == MAX_RETRIES or solver is RK4:
+                    raise
+                retries += 1
+                segment_options["max_step"] = min(segment_options["max_step"], t_end - t) / 10 ** (retries + 2)
+                continue
+            retries, segment_options = 0, dict(options)
             nfev += sol.nfev
             steps += len(sol.t) - 1
             if sol.status == -1:
@@ -213,7 +245,8 @@ def simulate(system: MultibodySystem, t_end: float, *, method: str | type[OdeSol
             segments.append(sol.sol)
             ts.append(sol.t[1:])
             ys.append(sol.y[:, 1:])
-            t, y = float(sol.t[-1]), _normalize(system, sol.y[:, -1])
+            t = float(sol.t[-1])
+            y = system.normalize(sol.y[:, -1], t)
             fired = [k for k, te in enumerate(sol.t_events) if len(te)] if sol.status == 1 else []
             for k in fired:
                 if k == len(system.contacts):

@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
 from simclient.dynamics._bodies import Body, Poses
 from simclient.errors import ParameterError
 
-__all__ = ["Load", "LigamentLaw", "QuadraticLaw", "BlankevoortLaw", "Ligament", "pulse", "PointLoad"]
+__all__ = ["Load", "LigamentLaw", "QuadraticLaw", "BlankevoortLaw", "LinearSpring", "Ligament", "spring_damper",
+           "pulse", "PointLoad"]
 
 
 class Load(Protocol):
@@ -77,23 +78,33 @@ class BlankevoortLaw:
         return self.k * (eps - self.eps_l)
 
 
+@dataclass(frozen=True)
+class LinearSpring:
+    """``F = k (l - l0)`` (k in N/m, lengths in m), positive in tension, negative in compression."""
+
+    k: float
+    l0: float
+
+    def force(self, length: float) -> float:
+        return self.k * (length - self.l0)
+
+
 @dataclass
 class Ligament:
-    """A ligament from ``point_a`` on ``body_a`` to ``point_b`` on ``body_b`` (body frames, m).
-
-    Call it as a load. ``history`` collects ``(t, length m, strain, force N)`` when ``record``
-    is set (strain relative to the law's ``l0``).
-    """
+    """A ligament from ``point_a`` on ``body_a`` to ``point_b`` on ``body_b`` (body frames, m): the
+    law's force along the line between the points, positive pulling them together, plus ``damping``
+    (N s/m) times the lengthening rate. A ``tension_only`` element (a ligament) never pushes and is
+    damped only while taut; otherwise (a spring-damper, :func:`spring_damper`) it pushes too.
+    Call it as a load."""
 
     name: str
-    body_a: Body
+    body_a: Any  # a Body or a PlanarBody (with planar points)
     point_a: np.ndarray
-    body_b: Body
+    body_b: Any
     point_b: np.ndarray
     law: LigamentLaw
     damping: float = 0.0
-    record: bool = False
-    history: list[tuple[float, float, float, float]] = field(default_factory=list)
+    tension_only: bool = True
 
     def state(self, system: Poses) -> tuple[np.ndarray, np.ndarray, float, float, float]:
         """Global insertion points, length (m), lengthening rate (m/s) and force (N)."""
@@ -105,18 +116,25 @@ class Ligament:
         length = float(math.sqrt(d @ d))
         rate = float((system.velocity_at(self.body_b, Pb) - system.velocity_at(self.body_a, Pa)) @ d / length)
         f = self.law.force(length)
-        if f > 0.0 and self.damping:
+        if not self.tension_only:
+            f += self.damping * rate
+        elif f > 0.0 and self.damping:
             f = max(0.0, f + self.damping * rate)
         return Pa, Pb, length, rate, f
 
     def __call__(self, t: float, system: Poses) -> list[tuple[Body, np.ndarray, np.ndarray]]:
         Pa, Pb, length, _, f = self.state(system)
-        if self.record:
-            self.history.append((t, length, (length - self.law.l0) / self.law.l0, f))
-        if f <= 0.0:
+        if f == 0.0 or (f < 0.0 and self.tension_only):
             return []
         u = (Pb - Pa) / length
         return [(self.body_a, Pa, f * u), (self.body_b, Pb, -f * u)]
+
+
+def spring_damper(name: str, body_a: Any, point_a: np.ndarray, body_b: Any, point_b: np.ndarray, k: float,
+                  c: float, l0: float) -> Ligament:
+    """A linear spring-damper between two points (Markus et al. eq. 24): ``F = k (l - l0) + c l'``
+    (N; k in N/m, c in N s/m, l0 in m), pulling the points together when positive."""
+    return Ligament(name, body_a, point_a, body_b, point_b, LinearSpring(k, l0), damping=c, tension_only=False)
 
 
 def pulse(A: float, t_d: float) -> Callable[[float], float]:
@@ -135,7 +153,7 @@ class PointLoad:
     """A force of magnitude ``magnitude(t)`` (N) at ``point`` (body frame, m) along the body-fixed
     ``direction`` (unit vector, body frame)."""
 
-    body: Body
+    body: Any  # a Body or a PlanarBody (with planar vectors)
     point: np.ndarray
     direction: np.ndarray
     magnitude: Callable[[float], float]

@@ -99,6 +99,14 @@ class MultibodySystem:
         return np.concatenate([np.concatenate([b.position, b.euler / np.linalg.norm(b.euler), b.velocity,
                                                b.omega]) for b in self.free]) if self.free else np.zeros(0)
 
+    def normalize(self, y: np.ndarray, t: float | None = None) -> np.ndarray:
+        """Project Euler parameters back onto ``p . p = 1`` (drift control at every restart)."""
+        y = y.copy()
+        for f in range(len(self.free)):
+            k = 13 * f
+            y[k + 3:k + 7] /= np.linalg.norm(y[k + 3:k + 7])
+        return y
+
     def set_state(self, y: np.ndarray) -> None:
         """Poses and velocities of every body from the state vector (kept for the evaluation)."""
         _poses(y, self._free_idx, self._r, self._A, self._v, self._w)

@@ -35,7 +35,8 @@ import numpy as np
 from simclient.errors import ParameterError
 from simclient.io import Source, open_surface
 
-__all__ = ["Scenario", "Summary", "Tables", "param", "extent_param", "SCENARIOS", "get_scenario", "locate", "extent", "Progress"]
+__all__ = ["Scenario", "Summary", "Tables", "param", "extent_param", "check_choices", "SCENARIOS", "get_scenario",
+           "locate", "extent", "Progress"]
 
 #: progress callback: one line of text per stage
 Progress = Callable[[str], None]
@@ -47,6 +48,18 @@ def param(default: Any, help: str, unit: str = "", *, choices: tuple[str, ...] |
     for none), allowed ``choices``, a ``parse`` function for the option's text and its ``metavar``."""
     return field(default=default, metadata={"help": help, "unit": unit, "choices": choices, "parse": parse,
                                             "metavar": metavar})
+
+
+def check_choices(params: Any, scenario: str) -> Any:
+    """``params`` (a dataclass of :func:`param` fields) when every field with ``choices`` holds one
+    of them; :class:`ParameterError` naming the field, the value and the choices otherwise."""
+    for f in dataclasses.fields(params):
+        choices = f.metadata.get("choices")
+        value = getattr(params, f.name)
+        if choices and value not in choices:
+            raise ParameterError(f"{scenario}: unknown {f.name.replace('_', ' ')} {value!r}; choose one of "
+                                 f"{', '.join(choices)}")
+    return params
 
 
 def extent_param(default: tuple[int, int], help: str) -> Any:
@@ -170,6 +183,11 @@ class Scenario(ABC):
             raise ParameterError(f"a scenario named {name!r} is already registered")
         SCENARIOS[name] = cls
 
+    def table_names(self, params: Any) -> dict[str, str]:
+        """The default table name of each role this run reads (``tables`` unless the parameters
+        choose other tables, e.g. a spline variant)."""
+        return dict(self.tables)
+
     @abstractmethod
     def run(self, params: Any, tables: Tables, *, out: Path | None = None, progress: Progress | None = None) -> Summary:
         """Run with ``params`` on ``tables``; with ``out``, write histories and plots there."""
@@ -195,9 +213,9 @@ class Scenario(ABC):
                 kwargs["action"] = argparse.BooleanOptionalAction
             else:
                 kwargs["type"] = meta["parse"] or (_finite(kind) if kind in (int, float) else kind)
-                if meta["choices"]:
-                    kwargs["choices"] = meta["choices"]
-                kwargs["metavar"] = meta["metavar"] or (f.name.upper() if not meta["choices"] else None)
+                if meta["choices"]:  # checked by check_choices: a wrong name is bad input (exit 1), not usage
+                    kwargs["help"] += f"; one of {', '.join(meta['choices'])}"
+                kwargs["metavar"] = meta["metavar"] or f.name.upper()
             group.add_argument("--" + f.name.replace("_", "-"), **kwargs)
         if cls.tables:
             roles = parser.add_argument_group("tables (a name on --store / in --tables, or a location)")
@@ -208,7 +226,7 @@ class Scenario(ABC):
     @classmethod
     def params_from_args(cls, args: argparse.Namespace) -> Any:
         values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls.Params) if "help" in f.metadata}
-        return cls.Params(**values)
+        return check_choices(cls.Params(**values), cls.name)
 
     @classmethod
     def tables_from_args(cls, args: argparse.Namespace) -> Tables:

@@ -24,9 +24,10 @@ from simclient.contact import LAWS, hertz_stiffness, make_law
 from simclient.dynamics import METHODS, Body, ContactModel, Ligament, MultibodySystem, QuadraticLaw, Surface, simulate
 from simclient.errors import ParameterError
 from simclient.geometry import INTERPOLATIONS, StorageWindow, rx
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent_param, param
+from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_choices, extent_param, param
+from simclient.scenarios.studies import Study, register
 
-__all__ = ["KneeParams", "Knee3D", "knee3d", "KNEE_LIGAMENTS", "flexion_deg", "internal_rotation_deg"]
+__all__ = ["KneeParams", "Knee3D", "knee3d", "KNEE_LIGAMENTS", "flexion_deg", "internal_rotation_deg", "thesis_checks"]
 
 #: Table 6.5: femur point, tibia point (body frames, mm), stretch ratio at full extension, k (N/mm^2).
 KNEE_LIGAMENTS = {
@@ -52,6 +53,9 @@ class KneeParams:
     condyle_x: float = param(0.021, "condyle centres' distance from the mid-plane (femur frame)", "m")
     condyle_z: float = param(0.0195, "condyle centres' height in the femur frame", "m")
     plateau_z: float = param(0.2115, "plateaus' height in the tibia frame", "m")
+    lateral_drop: float = param(0.0, "how much lower the lateral plateau is than the medial", "m")
+    reading: str = param("ratio", "Table 6.5's strain column: the stretch ratio l_ext / l0 (ratio) or l0 / l_ext "
+                         "(inverse)", choices=("ratio", "inverse"))
     tibia_z: float = -0.2135
     tibia_mass: float = 3.3794
     tibia_inertia: tuple[float, float, float] = (0.0412, 0.0432, 0.0070)
@@ -70,6 +74,7 @@ class KneeParams:
     samples: int = 400
 
     def __post_init__(self) -> None:
+        check_choices(self, "knee3d")
         if not (self.t_end > 0 and math.isfinite(self.t_end)):
             raise ParameterError(f"knee3d: t_end must be positive and finite (s), got {self.t_end}")
 
@@ -101,14 +106,16 @@ def knee3d(tables: Tables, params: KneeParams = KneeParams()) -> Summary:
         wp = StorageWindow(tables.open(f"plateau_{side}", TABLES[f"plateau_{side}"]), p.window, p.interpolation,
                            centre=(0.0, 0.0))
         K = hertz_stiffness(p.E, p.nu, p.E, p.nu, CONDYLE_RADII[side])
+        drop = p.lateral_drop if side == "lateral" else 0.0
         contacts.append(ContactModel(side, Surface(femur, wc, offset=np.array([sign * p.condyle_x, 0, p.condyle_z])),
-                                     Surface(tibia, wp, offset=np.array([sign * p.condyle_x, 0, p.plateau_z])),
+                                     Surface(tibia, wp, offset=np.array([sign * p.condyle_x, 0, p.plateau_z - drop])),
                                      make_law(p.law, K, p.cr)))
     ligaments = []
     for name, (pf, pt, ratio, k) in KNEE_LIGAMENTS.items():
         a, b = np.array(pf) * 1e-3, np.array(pt) * 1e-3
         l_ext = float(np.linalg.norm((np.array([0, 0, p.tibia_z]) + b) - a))
-        ligaments.append(Ligament(name, femur, a, tibia, b, QuadraticLaw(k * 1e6, l_ext / ratio)))
+        l0 = l_ext / ratio if p.reading == "ratio" else l_ext * ratio
+        ligaments.append(Ligament(name, femur, a, tibia, b, QuadraticLaw(k * 1e6, l0)))
     system = MultibodySystem([femur, tibia], contacts, gravity=p.gravity, loads=ligaments)
     res = simulate(system, p.t_end, method=p.method, rtol=p.rtol, atol=p.atol,
                    stop=lambda t, s: flexion_deg(s.pose(tibia)[1]) - p.final_flexion_deg)
@@ -134,6 +141,8 @@ def knee3d(tables: Tables, params: KneeParams = KneeParams()) -> Summary:
             hist[f"{c.name}_indentation_m"][n] = ind
             hist[f"{c.name}_force_N"][n] = c.law.normal_force(ind, 0.0, 1.0)  # the elastic part
     peak = {lig.name: float(hist[f"ligament_{lig.name}_N"].max()) for lig in ligaments}
+    flexed = hist["flexion_deg"] > 30.0
+    peak30 = {lig.name: float(hist[f"ligament_{lig.name}_N"][flexed].max(initial=0.0)) for lig in ligaments}
     flex, rot = hist["flexion_deg"], hist["internal_rotation_deg"]
     system.set_state(res.y[:, -1])
     values = {"status": "ok" if res.success else "failed", "message": res.message,
@@ -142,12 +151,25 @@ def knee3d(tables: Tables, params: KneeParams = KneeParams()) -> Summary:
               "contacts": {side: sum(1 for e in onsets if e["contact"] == side) for side in ("medial", "lateral")},
               "contact_onsets": [{"t": e["t"], "contact": e["contact"]} for e in onsets],
               "peak_ligament": max(peak, key=lambda k: peak[k]), "peak_ligament_forces_N": peak,
+              "peak_ligament_above_30_deg": max(peak30, key=lambda k: peak30[k]),
               "internal_rotation_deg": {f"{int(a)}": float(np.interp(a, flex, rot)) for a in range(0, 81, 10)
                                         if a <= max(flex)},
               "max_internal_rotation_at_flexion_deg": float(flex[int(np.argmax(rot))]),
               "wall_s": res.wall_s, "steps": res.steps, "rhs_evaluations": res.nfev, "method": p.method,
               "windows": windows}
+    values["thesis"] = thesis_checks(values)
     return Summary("knee3d", values, {"history": hist, "result": res, "system": system})
+
+
+def thesis_checks(values: dict[str, Any]) -> dict[str, bool]:
+    """Which of the thesis' reported behaviours a run shows: R25 first contact medial, R26 three
+    medial and three lateral contacts, R27 internal rotation largest at 70 +- 5 deg flexion (and
+    internal, > 0), R28 the MCL anterior fibres carrying the largest ligament force above 30 deg."""
+    rot = values["internal_rotation_deg"]
+    return {"R25": values["first_contact"] == "medial",
+            "R26": values["contacts"] == {"medial": 3, "lateral": 3},
+            "R27": abs(values["max_internal_rotation_at_flexion_deg"] - 70.0) <= 5.0 and max(rot.values()) > 0.0,
+            "R28": values["peak_ligament_above_30_deg"] == "MCL-anterior"}
 
 
 class Knee3D(Scenario, name="knee3d", params=KneeParams, tables=TABLES,
@@ -169,3 +191,22 @@ class Knee3D(Scenario, name="knee3d", params=KneeParams, tables=TABLES,
             f"{summary['peak_ligament']}; {summary['wall_s']:.2f} s wall",
             "  internal rotation [deg] by flexion: " + ", ".join(
                 f"{k}: {v:.1f}" for k, v in summary["internal_rotation_deg"].items())])
+
+
+def _placements() -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The placement study's grid: the ligament reading, the condyles' distance from the mid-plane,
+    the medial gap at full extension (plateau height) and how much lower the lateral plateau is."""
+    cases = []
+    for reading in ("ratio", "inverse"):
+        for x_mm in (18.0, 21.0, 24.0):
+            for gap_mm in (0.0, 0.5, 1.0):
+                for drop_mm in (0.0, 1.0, 2.0):
+                    label = f"{reading}-x{x_mm:g}-gap{gap_mm:g}-drop{drop_mm:g}"
+                    cases.append((label, {"reading": reading, "condyle_x": x_mm * 1e-3,
+                                          "plateau_z": KneeParams.plateau_z + (0.5 - gap_mm) * 1e-3,
+                                          "lateral_drop": drop_mm * 1e-3}))
+    return tuple(cases)
+
+
+register(Study("knee3d-placement", "knee3d", "section 6.5.2: where R25-R28 hold over the unknown placements and "
+               "the reading of Table 6.5's strain column", _placements(), plot="knee3d-checks"))

@@ -9,16 +9,27 @@ import numpy as np
 
 from simclient.scenarios._base import Summary
 
-__all__ = ["save_bouncing_ball", "save_knee3d", "save_artificial_knee"]
+__all__ = ["save_bouncing_ball", "save_knee3d", "save_knee2d", "save_study", "save_artificial_knee"]
 
 
-def save_bouncing_ball(summary: Summary, out: Path) -> list[Path]:
-    """Save the ball's trajectory, the indentation and force histories and plots to ``out``."""
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _save_table(history: dict[str, Any], npz: Path, csv: Path) -> None:
+    np.savez(npz, **history)
+    keys = list(history)
+    np.savetxt(csv, np.column_stack([history[k] for k in keys]), delimiter=",", header=",".join(keys), comments="")
+
+
+def save_bouncing_ball(summary: Summary, out: Path) -> list[Path]:
+    """Save the ball's trajectory, the indentation and force histories and plots to ``out``."""
+    plt = _pyplot()
     out.mkdir(parents=True, exist_ok=True)
     res, system, contact = summary.artifacts["result"], summary.artifacts["system"], summary.artifacts["contact"]
     t = np.linspace(0.0, float(res.t[-1]), 4001)
@@ -61,17 +72,12 @@ def save_bouncing_ball(summary: Summary, out: Path) -> list[Path]:
 
 def save_knee3d(summary: Summary, out: Path) -> list[Path]:
     """Save the knee's histories (NPZ, CSV) and plots against flexion to ``out``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     out.mkdir(parents=True, exist_ok=True)
     h = summary.artifacts["history"]
     files = [out / "knee3d.npz", out / "knee3d.csv", out / "knee3d.png"]
-    np.savez(files[0], **h)
+    _save_table(h, files[0], files[1])
     keys = list(h)
-    np.savetxt(files[1], np.column_stack([h[k] for k in keys]), delimiter=",", header=",".join(keys), comments="")
     f = h["flexion_deg"]
     fig, ax = plt.subplots(2, 2, figsize=(11, 7))
     for side in ("medial", "lateral"):
@@ -94,18 +100,115 @@ def save_knee3d(summary: Summary, out: Path) -> list[Path]:
     return files
 
 
+def _knee2d_axes(ax: Any, h: dict[str, np.ndarray], label: str | None = None, first: tuple[float, float] | None = None) -> None:
+    """Draw one planar-knee run on the 2 x 3 axes of :func:`save_knee2d` and :func:`save_study`."""
+    f, t = h["flexion_deg"], h["t_s"]
+    ax[0, 0].plot(t, f, label=label)
+    ax[0, 1].plot(f, h["indentation_m"] * 1e3, label=label)
+    ax[0, 2].plot(f, h["force_N"], label=label)
+    m = h["indentation_m"] > 0
+    if first is not None:
+        m &= (t >= first[0]) & (t <= first[1])
+    ax[1, 0].plot(h["indentation_m"][m] * 1e3, h["force_N"][m], label=label)
+    ax[1, 2].plot(h["contact_y_m"] * 1e3, h["contact_x_m"] * 1e3, label=label)
+    ax[0, 0].set(xlabel="time [s]", ylabel="flexion [deg]", title="knee flexion")
+    ax[0, 1].set(xlabel="flexion [deg]", ylabel="indentation [mm]", title="indentation")
+    ax[0, 2].set(xlabel="flexion [deg]", ylabel="normal force [N]", title="contact force")
+    ax[1, 0].set(xlabel="indentation [mm]", ylabel="normal force [N]",
+                 title="force-indentation" + (" (first impact)" if first is not None else ""))
+    ax[1, 2].set(xlabel="y [mm] (global, proximal)", ylabel="x [mm] (global, anterior)",
+                 title="contact point on the tibia")
+    for a in ax[0, 1:]:
+        if not a.xaxis_inverted():
+            a.invert_xaxis()  # the knee extends: flexion falls with time
+
+
+def save_knee2d(summary: Summary, out: Path) -> list[Path]:
+    """Save the planar knee's histories (NPZ, CSV) and plots (flexion, indentation, force,
+    force-indentation loops, ligament forces, contact-point trajectory) to ``out``."""
+    plt = _pyplot()
+    out.mkdir(parents=True, exist_ok=True)
+    h = summary.artifacts["history"]
+    files = [out / "knee2d.npz", out / "knee2d.csv", out / "knee2d.png"]
+    _save_table(h, files[0], files[1])
+    fig, ax = plt.subplots(2, 3, figsize=(15, 8))
+    _knee2d_axes(ax, h)
+    for k in h:
+        if k.startswith("ligament_"):
+            ax[1, 1].plot(h["flexion_deg"], h[k], label=k[len("ligament_"):-2].upper())
+    ax[1, 1].set(xlabel="flexion [deg]", ylabel="force [N]", title="ligament forces")
+    ax[1, 1].invert_xaxis()
+    ax[1, 1].legend()
+    fig.suptitle(f"planar knee: {summary['geometry']}, {summary['law']}, {summary['material']}, "
+                 f"A = {summary['amplitude_N']:g} N")
+    fig.tight_layout()
+    fig.savefig(files[2], dpi=110)
+    plt.close(fig)
+    return files
+
+
+def save_study(study: Any, cases: list[tuple[str, Summary]], out: Path) -> list[Path]:
+    """The comparison plot of a study (a :class:`simclient.scenarios.studies.Study`): for the planar
+    knee every case's run on shared axes (the thesis' figures 5.9-5.28) with each case's
+    first-impact force-indentation loop; for the 3D knee's placements, which reported behaviours
+    each case shows."""
+    plt = _pyplot()
+    out.mkdir(parents=True, exist_ok=True)
+    fig = _placement_figure(plt, cases) if study.plot == "knee3d-checks" else _knee2d_study_figure(plt, cases)
+    fig.suptitle(f"study {study.name}: {study.title}")
+    fig.tight_layout()
+    files = [out / f"{study.name}.png"]
+    fig.savefig(files[0], dpi=110)
+    plt.close(fig)
+    return files
+
+
+def _knee2d_study_figure(plt: Any, cases: list[tuple[str, Summary]]) -> Any:
+    fig, ax = plt.subplots(2, 3, figsize=(15, 8))
+    for label, s in cases:
+        h = s.artifacts["history"]
+        periods = s["contact_periods"]
+        first = (periods[0]["start_s"], periods[0]["end_s"]) if periods else None
+        _knee2d_axes(ax, h, label, first)
+        ax[1, 1].plot(h["flexion_deg"], sum(h[k] for k in h if k.startswith("ligament_")), label=label)
+    ax[1, 1].set(xlabel="flexion [deg]", ylabel="force [N]", title="total ligament force")
+    ax[1, 1].invert_xaxis()  # drawn once, after every case
+    for a in ax.flat:
+        a.legend(fontsize=7)
+    return fig
+
+
+def _placement_figure(plt: Any, cases: list[tuple[str, Summary]]) -> Any:
+    """A matrix: one row per case, one column per reported behaviour (green where it holds), and
+    the flexion of the largest internal rotation per case."""
+    labels = [label for label, _ in cases]
+    keys = list(cases[0][1]["thesis"]) if cases else []
+    holds = np.array([[float(s["thesis"][k]) for k in keys] for _, s in cases]).reshape(len(cases), len(keys))
+    fig, ax = plt.subplots(1, 2, figsize=(12, max(4, 0.22 * len(cases) + 1.5)), width_ratios=(1, 2))
+    ax[0].imshow(holds, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    ax[0].set_xticks(range(len(keys)), keys)
+    ax[0].set_yticks(range(len(labels)), labels, fontsize=6)
+    ax[0].set_title("holds (green)")
+    at = [s["max_internal_rotation_at_flexion_deg"] for _, s in cases]
+    peak = [max(s["internal_rotation_deg"].values()) for _, s in cases]
+    ax[1].scatter(at, range(len(cases)), c=["g" if p > 0 else "r" for p in peak])
+    ax[1].axvspan(65, 75, color="0.9")
+    ax[1].set_yticks(range(len(labels)), labels, fontsize=6)
+    ax[1].invert_yaxis()
+    ax[1].set(xlabel="flexion of the largest internal rotation [deg] (red: never internal)",
+              title="R27: internal rotation largest at 70 +- 5 deg")
+    return fig
+
+
 def save_artificial_knee(out: Path, gait: dict[str, Any], knee: Any, params: Any) -> list[str]:
     """Save the artificial knee's gait cycle to ``out``: the pressure maps as a Zarr v3 group
     ``pressure.zarr`` (one array per compartment, shape (times, nu, nv) in Pa aligned with the
     element grid, chunked one time step per chunk, NaN where no element is usable, plus ``t_s``
     and the element centres ``x_m``/``z_m``), the histories (CSV), contour plots of the
     pressure at the instant of maximum axial load and the histories' plot."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import zarr
 
+    plt = _pyplot()
     out.mkdir(parents=True, exist_ok=True)
     h = gait["history"]
     root = zarr.open_group(str(out / "pressure.zarr"), mode="w", zarr_format=3)

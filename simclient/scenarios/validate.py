@@ -18,6 +18,16 @@ its expected value:
   (Argatov eq. 17, K the aggregate modulus), within 1 %.
 - ``ef-sphere-log``: the same with the large-strain law on a thin layer (h = 0.1 mm, strains up to
   0.5) against the numerical integral of ``-K ln(1 - (d - r^2/(2R))/h) 2 pi r dr``, within 1 %.
+- ``planar-hertz-tables`` and ``planar-hertz-circles``: the planar contact of thesis section 5.3, a
+  disc (the convex-convex femoral circle, R = 26.40 mm, 1 kg) dropped 5 mm onto the fixed tibial
+  circle (R = 36.02 mm) along their line of centres, Hertz with Table 5.3's K: the maximum
+  indentation on the circles' profile tables (2D common normal) and on the closed-form circles
+  (eqs. 5.25-5.31) against the energy balance ``m g (gap + d) = (2/5) K d^(5/2)``, within 1 %.
+- ``double-layer-below`` and ``double-layer-above``: the 90 % OA knee (double layer, eq. 5.33,
+  h = 0.415 mm) against the healthy knee's single layer (R14): the largest relative difference of
+  the run's forces from the single-layer law where the indentation is at most h (expected 0), and
+  the run's force at its largest indentation against eq. 5.33 there (within 1e-6), which is
+  above the single layer's.
 - ``ef-paraboloid``: an elliptic paraboloid indenter (R1 = 20 mm, R2 = 50 mm), d = 0.05 mm, linear
   layer: ``F = pi K sqrt(R1 R2) d^2 / h``, within 1 %.
 """
@@ -31,12 +41,17 @@ from typing import Any
 
 import numpy as np
 from scipy.integrate import quad
+from scipy.optimize import brentq
 
-from simclient.contact import FoundationContact, LayerLaw, LinearLayer, element_grid
+from simclient.contact import CirclePair, FoundationContact, LayerLaw, LinearLayer, ProfilePair, element_grid, make_law
+from simclient.dynamics import PlanarBody, PlanarContact, PlanarSystem, ProfileSurface, simulate
+from simclient.geometry import StorageWindow
 from simclient.errors import ParameterError
 from simclient.io import open_surface
 from simclient.scenarios._base import Summary, locate
-from simclient.scenarios.bouncing_ball import BallParams, bouncing_ball, hertz_drop
+from simclient.scenarios._base import Tables
+from simclient.scenarios.bouncing_ball import G, BallParams, bouncing_ball, hertz_drop
+from simclient.scenarios.knee2d import GEOMETRIES, MATERIAL_CASES, Knee2DParams, knee2d
 
 __all__ = ["CASES", "run_cases"]
 
@@ -118,10 +133,77 @@ def _ef_paraboloid(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
                  math.pi * law.aggregate_modulus * math.sqrt(R1 * R2) * d**2 / h, 0.01, True, "N")
 
 
+def planar_drop(tables: Path | None, gap: float = 0.005, mass: float = 1.0) -> tuple[float, float]:
+    """A disc (section 5.3's convex-convex femoral circle, ``mass`` kg) dropped from rest ``gap``
+    (m) onto the fixed tibial circle along their line of centres, Hertz with Table 5.3's K: on the
+    circles' profile tables from ``tables``, or on the closed-form circles when None. Returns the
+    largest indentation (m) and its energy-balance value ``m g (gap + d) = (2/5) K d^(5/2)``."""
+    Ri, Rj, K = GEOMETRIES["convex-convex"]
+    assert Rj is not None
+    tibia = PlanarBody("tibia", fixed=True)
+    disc = PlanarBody("disc", mass=mass, inertia=1e-3, position=np.array([0.0, Ri + Rj + gap]))
+    pair: Any
+    if tables is None:
+        i, j, pair = ProfileSurface(disc), ProfileSurface(tibia), CirclePair(Ri, Rj, "convex")
+    else:
+        t = Tables(folder=tables)
+        wi = StorageWindow(t.open("femur", "knee2d_circle_femur"), (7, 1))
+        wj = StorageWindow(t.open("tibia", "knee2d_circle_tibia"), (7, 1))
+        i, j, pair = ProfileSurface(disc, wi), ProfileSurface(tibia, wj), ProfilePair(wi, wj)
+    contact = PlanarContact("drop", i, j, make_law("hertz", K, 1.0), pair)
+    system = PlanarSystem([tibia, disc], [contact], gravity=(0.0, -G))
+    res = simulate(system, math.sqrt(2 * gap / G) + 0.01, rtol=1e-10, atol=1e-13)
+    if not res.success:
+        raise ParameterError(f"planar drop: {res.message}")
+    onset = next(e["t"] for e in res.events if e["type"] == "onset")
+    end = next((e["t"] for e in res.events if e["type"] == "separation"), float(res.t[-1]))
+    depth = 0.0
+    for tt in np.linspace(onset, end, 4001):
+        system.set_state(res.sol(float(tt)))
+        depth = max(depth, -system.gap(contact))
+    expected = float(brentq(lambda d: 0.4 * K * d**2.5 - mass * G * (gap + d), 0.0, 0.05))
+    return depth, expected
+
+
+def _planar(kind: str) -> Callable[[Path, dict[str, Any]], dict[str, Any]]:
+    def case(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+        measured, expected = planar_drop(tables if kind == "tables" else None)
+        return _case(f"planar-hertz-{kind}", measured, expected, 0.01, True, "m")
+    return case
+
+
+def _oa90(tables: Path, cache: dict[str, Any]) -> tuple[Summary, dict[str, Any]]:
+    if "oa90" not in cache:
+        cache["oa90"] = knee2d(Tables(folder=tables), Knee2DParams(material="oa90"))
+    return cache["oa90"], MATERIAL_CASES["oa90"]
+
+
+def _double_below(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+    s, m = _oa90(tables, cache)
+    h = s.artifacts["history"]
+    d, f = h["indentation_m"], h["force_N"]
+    sel = (d > 0) & (d <= m["h1"])
+    single = m["K"] * d[sel] ** 1.5
+    return _case("double-layer-below", float(np.max(np.abs(f[sel] - single) / single)), 0.0, 1e-9, False, "relative")
+
+
+def _double_above(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+    s, m = _oa90(tables, cache)
+    h = s.artifacts["history"]
+    k = int(np.argmax(h["indentation_m"]))
+    d = float(h["indentation_m"][k])
+    if d <= m["h1"]:
+        raise ParameterError(f"double-layer-above: the 90 % OA run never passed h = {m['h1']} m (max {d} m)")
+    expected = m["K"] * m["h1"] ** 1.5 + m["K2"] * (d - m["h1"]) ** 1.5
+    return _case("double-layer-above", float(h["force_N"][k]), expected, 1e-6, True, "N")
+
+
 CASES: dict[str, Callable[[Path, dict[str, Any]], dict[str, Any]]] = {
     "hertz-indentation": _indentation, "hertz-duration": _duration, "energy": _energy,
     **{f"restitution-{law}": _restitution(law) for law in RESTITUTION},
     "ef-sphere-linear": _ef_sphere_linear, "ef-sphere-log": _ef_sphere_log, "ef-paraboloid": _ef_paraboloid,
+    "planar-hertz-tables": _planar("tables"), "planar-hertz-circles": _planar("circles"),
+    "double-layer-below": _double_below, "double-layer-above": _double_above,
 }
 
 

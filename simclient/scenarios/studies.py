@@ -1,0 +1,83 @@
+"""Studies: sets of independent scenario runs compared side by side (``simclient study NAME``).
+
+A :class:`Study` names a scenario and its cases (a label and the parameters that differ from the
+scenario's defaults). :func:`run_study` runs the cases in parallel processes (they share nothing
+but the tables, which each process opens itself) and returns the JSON summary
+``{"study": NAME, "cases": [{"case": LABEL, ...the run's keys...}]}``; with ``out`` it also saves
+each case's histories and the study's comparison plots.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simclient.errors import ParameterError
+from simclient.scenarios._base import Summary, Tables, get_scenario
+
+__all__ = ["Study", "STUDIES", "run_study", "get_study"]
+
+
+@dataclass(frozen=True)
+class Study:
+    """A named set of runs of one scenario: ``cases`` are ``(label, parameters)`` pairs; ``plot``
+    names the comparison drawn (:func:`simclient.scenarios.report.save_study`)."""
+
+    name: str
+    scenario: str
+    title: str
+    cases: tuple[tuple[str, dict[str, Any]], ...]
+    plot: str = "knee2d"
+
+
+#: the registered studies by name
+STUDIES: dict[str, Study] = {}
+
+
+def register(study: Study) -> Study:
+    STUDIES[study.name] = study
+    return study
+
+
+def get_study(name: str) -> Study:
+    """The study registered as ``name``; :class:`ParameterError` listing them otherwise."""
+    try:
+        return STUDIES[name]
+    except KeyError:
+        raise ParameterError(f"unknown study {name!r}; choose one of {', '.join(STUDIES)}") from None
+
+
+def _run_case(scenario: str, params: dict[str, Any], tables: Tables) -> Summary:
+    """One case (in a worker process): the summary's values and its history, which pickle."""
+    cls = get_scenario(scenario)
+    s = cls().run(cls.Params(**params), tables)
+    return Summary(s.scenario, s.values, {"history": s.artifacts.get("history", {})})
+
+
+def run_study(study: Study, tables: Tables, *, out: Path | None = None, workers: int | None = None,
+              progress: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[tuple[str, Summary]]]:
+    """Run every case of ``study`` (``workers`` processes, default the CPUs, at most the cases)
+    and return the JSON summary and the ``(label, summary)`` pairs."""
+    n = max(1, min(workers or os.cpu_count() or 1, len(study.cases)))
+    labels = [label for label, _ in study.cases]
+    if n == 1:
+        results = [_run_case(study.scenario, p, tables) for _, p in study.cases]
+    else:
+        with ProcessPoolExecutor(n) as pool:
+            futures = [pool.submit(_run_case, study.scenario, p, tables) for _, p in study.cases]
+            results = []
+            for label, fut in zip(labels, futures):
+                results.append(fut.result())
+                if progress:
+                    progress(f"{study.name}: {label} done ({len(results)}/{len(futures)})")
+    cases = list(zip(labels, results))
+    summary: dict[str, Any] = {"study": study.name, "cases": [{"case": label, **s.values} for label, s in cases]}
+    if out is not None:
+        from simclient.scenarios.report import save_study
+
+        summary["outputs"] = [str(f) for f in save_study(study, cases, out)]
+    return summary, cases

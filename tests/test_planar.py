@@ -1,0 +1,95 @@
+"""Planar dynamics and planar contact against closed forms: a pendulum on a revolute joint (its
+exact period, energy, constraint drift), profile tables of circles against the circles' exact
+contact, and the polar-profile family."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import ellipk
+
+from preprocess.build import build_surface, parse_surface
+from preprocess.families import make_family
+from simclient.contact import CirclePair, ProfilePair, planar_pose
+from simclient.dynamics import PlanarBody, PlanarSystem, Revolute2D, simulate
+from preprocess.errors import DefinitionError
+from simclient.geometry import StorageWindow
+from simclient.io import open_surface
+
+G = 9.81
+
+
+def test_pendulum_period_energy_and_drift():
+    """A rod pendulum (m, J about its centre, pivot at distance l) released at 60 deg: the period
+    4 K(sin(a/2)) / w0 with w0^2 = m g l / (J + m l^2), energy conserved, the joint closed."""
+    m, J, l, a = 2.0, 0.01, 0.3, math.radians(60)
+    ground = PlanarBody("ground", fixed=True)
+    rod = PlanarBody("rod", mass=m, inertia=J, position=np.array([l * math.sin(a), -l * math.cos(a)]),
+                     angle=a)  # the rod's frame: its pivot at (0, l), so angle 0 hangs straight down
+    joint = Revolute2D(ground, np.zeros(2), rod, np.array([0.0, l]))
+    system = PlanarSystem([ground, rod], constraints=[joint], gravity=(0.0, -G))
+    assert system.assemble() < 1e-12
+    w0 = math.sqrt(m * G * l / (J + m * l * l))
+    period = 4 * ellipk(math.sin(a / 2) ** 2) / w0
+    res = simulate(system, period, rtol=1e-11, atol=1e-13)
+    assert res.success, res.message
+    y_end = res.y[:, -1]
+    assert y_end[2] == pytest.approx(a, abs=1e-6)  # back where it started after one period
+    e0 = system.energy(res.y[:, 0])
+    assert max(abs(system.energy(y) - e0) for y in res.y.T) <= 1e-8 * abs(e0)
+    assert max(system.constraint_residual(y, t) for t, y in zip(res.t, res.y.T)) <= 1e-8
+
+
+@pytest.fixture(scope="module")
+def circles(tmp_path_factory):
+    """Two circle profiles (R 20 mm, the lower half; R 50 mm, the upper half) as tables."""
+    out = tmp_path_factory.mktemp("circles")
+    for name, R, rng in (("small", 0.02, [-170.0, -10.0]), ("large", 0.05, [10.0, 170.0])):
+        build_surface(parse_surface(name, {"family": "polar_profile", "coefficients": [0, 0, 0, R],
+                                           "u_range_deg": rng, "v_range": [-0.005, 0.005], "grid": [1601, 3],
+                                           "record": [40, 3]}), out)
+    return {n: StorageWindow(open_surface(str(out / f"{n}.zarr")), (9, 1)) for n in ("small", "large")}
+
+
+@pytest.mark.parametrize("dx, dy, angle", [(0.0, 0.069, 0.0), (0.01, 0.0685, 0.3), (-0.02, 0.065, -1.0)])
+def test_profile_pair_matches_circles(circles, dx, dy, angle):
+    """The 2D common normal on circle tables gives the circles' exact contact (the line of centres,
+    indentation R_i + R_j - distance), whatever the small circle's rotation."""
+    pair = ProfilePair(circles["small"], circles["large"])
+    exact = CirclePair(0.02, 0.05, "convex")
+    Ri, ci = planar_pose(dx, dy, angle)
+    Rj, cj = planar_pose(0.0, 0.0, 0.0)
+    k = pair.detect(Ri, ci, Rj, cj, strict=True)
+    e = exact.detect(Ri, ci, Rj, cj)
+    assert k.indentation == pytest.approx(0.07 - math.hypot(dx, dy), abs=1e-12)
+    assert k.indentation == pytest.approx(e.indentation, abs=1e-12)
+    np.testing.assert_allclose(k.normal, e.normal, atol=1e-10)
+    np.testing.assert_allclose(k.point_j, e.point_j, atol=1e-12)
+
+
+def test_polar_profile_through_points_reproduces_a_circle():
+    """Points on a circle about the origin: every spline gives r = R and the outward normal."""
+    th = np.radians(np.linspace(-150, -30, 28))
+    pts = np.column_stack([0.03 * np.cos(th), 0.03 * np.sin(th)])
+    u = np.radians(np.linspace(-149, -31, 50))
+    for spline in ("not-a-knot", "akima", "shape-preserving"):
+        fam = make_family("polar_profile", {"points": pts.tolist(), "spline": spline})
+        s, tu, tv = fam.evaluate(u, np.zeros_like(u))
+        np.testing.assert_allclose(np.hypot(s[:, 0], s[:, 1]), 0.03, rtol=1e-9)
+        n = np.cross(tu, tv)
+        n /= np.linalg.norm(n, axis=1)[:, None]
+        np.testing.assert_allclose(n[:, :2], s[:, :2] / 0.03, atol=1e-8)  # away from the origin
+
+
+@pytest.mark.parametrize("params, words", [
+    ({"points": [[0.03, 0.0], [0.0, 0.03], [0.02, 0.02], [-0.03, 0.0]], "spline": "akima"}, "increase strictly"),
+    ({"points": [[0.03, 0.0], [0.0, 0.03]]}, "at least 4"),
+    ({"points": [[0.03, 0.0], [0.02, 0.02], [0.0, 0.03], [-0.03, 0.001]], "spline": "quintic"}, "unknown spline"),
+    ({"coefficients": [0, 0, 0.03]}, "4 finite numbers"),
+    ({}, "either points"),
+])
+def test_polar_profile_bad_definitions(params, words):
+    with pytest.raises(DefinitionError, match=words):
+        make_family("polar_profile", params)
