@@ -145,6 +145,22 @@ def test_knee3d_runs_to_80_degrees(sample_tables):
     assert s["peak_ligament_forces_N"]["ACL-anterior"] > 0
 
 
+def test_knee3d_placement_study(sample_tables):
+    """The placement study runs every case and reports the thesis' behaviours per case; the first
+    contact is medial wherever the medial condyle starts no farther from its plateau (R25), and
+    the behaviour flags agree with the run's own keys."""
+    from simclient.scenarios.studies import STUDIES, run_study
+
+    study = STUDIES["knee3d-placement"]
+    summary, cases = run_study(study, Tables(folder=sample_tables), workers=2)
+    assert len(summary["cases"]) == len(study.cases) == 54
+    for c in summary["cases"]:
+        assert c["status"] == "ok", c["case"]
+        assert c["thesis"]["R25"] and c["first_contact"] == "medial"
+        assert c["thesis"]["R26"] == (c["contacts"] == {"medial": 3, "lateral": 3})
+        assert c["thesis"]["R28"] == (c["peak_ligament_above_30_deg"] == "MCL-anterior")
+
+
 def test_validate_cli(sample_tables):
     import json
     import subprocess

@@ -29,15 +29,17 @@ from simclient.contact._laws import (
     ForceLaw,
     HertzianLaw,
     Material,
+    PenaltyStep,
     hertz_stiffness,
     make_law,
+    step,
 )
 from simclient.contact._newton import ContactStatus, solve_contact
 from simclient.contact._point import Contact, ContactPair
 from simclient.contact._profile import CirclePair, ProfilePair, planar_pose, solve_profile_contact
 
 __all__ = ["ContactPair", "Contact", "ContactStatus", "ContactForce", "ForceLaw", "HertzianLaw", "DoubleLayer",
-           "make_law", "LAWS", "DAMPING", "hertz_stiffness", "Material", "MATERIALS", "ElementGrid", "element_grid",
-           "ElementContact", "ElementDetector", "FoundationContact", "CompartmentResult", "LayerLaw", "LinearLayer",
-           "NonlinearLayer", "layer_result", "solve_contact", "ProfilePair", "CirclePair", "planar_pose",
-           "solve_profile_contact"]
+           "PenaltyStep", "step", "make_law", "LAWS", "DAMPING", "hertz_stiffness", "Material", "MATERIALS",
+           "ElementGrid", "element_grid", "ElementContact", "ElementDetector", "FoundationContact",
+           "CompartmentResult", "LayerLaw", "LinearLayer", "NonlinearLayer", "layer_result", "solve_contact",
+           "ProfilePair", "CirclePair", "planar_pose", "solve_profile_contact"]

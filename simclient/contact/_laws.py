@@ -28,8 +28,8 @@ import numpy as np
 from simclient.contact._point import Contact
 from simclient.errors import ContactError, ParameterError
 
-__all__ = ["ContactForce", "ForceLaw", "HertzianLaw", "DoubleLayer", "LAWS", "DAMPING", "make_law", "hertz_stiffness",
-           "Material", "MATERIALS"]
+__all__ = ["ContactForce", "ForceLaw", "HertzianLaw", "DoubleLayer", "PenaltyStep", "step", "LAWS", "DAMPING",
+           "make_law", "hertz_stiffness", "Material", "MATERIALS"]
 
 #: Damping factor D(c_r) of each law of Table 5.4.
 DAMPING: dict[str, Callable[[float], float]] = {
@@ -163,6 +163,48 @@ class DoubleLayer(ForceLaw):
         return e1 + self.K1 * self.h1**self.n * (delta - self.h1) + self.K2 * (delta - self.h1) ** (self.n + 1) / (self.n + 1)
 
 
+def step(a: float, x1: float, y1: float, x2: float, y2: float) -> float:
+    """The cubic STEP of multibody codes (Markus et al. 2019 eq. 8, with the continuity correction:
+    the printed middle branch has ``x2 - x1`` where ``y2 - y1`` belongs): ``y1`` for ``a <= x1``,
+    ``y1 + (y2 - y1) z^2 (3 - 2 z)`` with ``z = (a - x1) / (x2 - x1)`` between, ``y2`` for
+    ``a >= x2``; C1 (zero slope at both ends)."""
+    if a <= x1:
+        return y1
+    if a >= x2:
+        return y2
+    z = (a - x1) / (x2 - x1)
+    return y1 + (y2 - y1) * z * z * (3.0 - 2.0 * z)
+
+
+@dataclass(frozen=True)
+class PenaltyStep(ForceLaw):
+    """The penalty law of multibody codes (Markus et al. 2019 eq. 7, their "CAE 1"):
+    ``F = K delta^n + STEP(delta, 0, 0, d_max, c_max) delta_dot`` (N), clipped at zero; ``K`` in
+    N/m^n, the damping ramping up to ``c_max`` (N s/m) over the first ``d_max`` (m) of
+    indentation, so the force starts at zero. No impact velocity is used."""
+
+    K: float
+    n: float = 1.5
+    d_max: float = 1e-4
+    c_max: float = 49915.668
+    name: str = "penalty-step"
+
+    def __post_init__(self) -> None:
+        _check_stiffness(self.name, "K", self.K, self.n)
+        if not (self.d_max > 0 and math.isfinite(self.d_max)):
+            raise ParameterError(f"{self.name}: d_max must be positive (m), got {self.d_max}")
+        if not (self.c_max >= 0 and math.isfinite(self.c_max)):
+            raise ParameterError(f"{self.name}: c_max must be non-negative (N s/m), got {self.c_max}")
+
+    def normal_force(self, delta: float, delta_dot: float, delta_dot0: float) -> float:
+        if delta <= 0.0:
+            return 0.0
+        return max(0.0, self.K * delta**self.n + step(delta, 0.0, 0.0, self.d_max, self.c_max) * delta_dot)
+
+    def elastic_energy(self, delta: float) -> float:
+        return self.K * max(delta, 0.0) ** (self.n + 1) / (self.n + 1)
+
+
 def _check_stiffness(law: str, key: str, K: float, n: float) -> None:
     if not (K > 0 and math.isfinite(K)):
         raise ParameterError(f"{law}: the stiffness {key} must be positive and finite (N/m^n), got {K}")
@@ -184,15 +226,22 @@ def _double_layer(K: float, cr: float = 1.0, n: float = 1.5, K2: float | None = 
     return DoubleLayer(K, K2, h1, n)
 
 
+def _penalty_step(K: float, cr: float = 1.0, n: float = 1.5, d_max: float = 1e-4,
+                  c_max: float = 49915.668) -> ForceLaw:
+    """Defaults: Markus et al.'s d_max (m) and c_max (N s/m); ``cr`` does not apply."""
+    return PenaltyStep(K, n, d_max, c_max)
+
+
 #: every law by name: a factory ``(K, cr=, n=, **params) -> ForceLaw``
 LAWS: dict[str, Callable[..., ForceLaw]] = {**{name: _hertzian(name) for name in DAMPING},
-                                            "double-layer": _double_layer}
+                                            "double-layer": _double_layer, "penalty-step": _penalty_step}
 
 
 def make_law(name: str, K: float, cr: float = 1.0, n: float = 1.5, **params: Any) -> ForceLaw:
     """The law ``name`` of :data:`LAWS` with stiffness ``K`` (N/m^n), coefficient of restitution
     ``cr`` and exponent ``n``; ``params`` are a law's own (``double-layer``: ``K2`` in N/m^n, ``h1``
-    in m). :class:`ParameterError` lists the laws for an unknown name, and names a bad value."""
+    in m; ``penalty-step``: ``d_max`` in m, ``c_max`` in N s/m). :class:`ParameterError` lists the
+    laws for an unknown name, and names a bad value."""
     if name not in LAWS:
         raise ParameterError(f"unknown force law {name!r}; choose one of {', '.join(LAWS)}")
     try:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from preprocess.families import PROFILE_SPLINES
-from simclient.contact import LAWS, MATERIALS, CirclePair, ForceLaw, ProfilePair, hertz_stiffness, make_law
+from simclient.contact import DAMPING, LAWS, MATERIALS, CirclePair, ForceLaw, ProfilePair, hertz_stiffness, make_law
 from simclient.dynamics import (
     METHODS,
     Ligament,
@@ -348,7 +348,7 @@ register(Study("knee2d-splines", "knee2d", "section 5.2: the three piecewise cub
 register(Study("knee2d-geometry", "knee2d", "section 5.3: conformality, the closed-form circles and plane",
                tuple((g, {"geometry": g}) for g in GEOMETRIES)))
 register(Study("knee2d-laws", "knee2d", "section 5.4: the force laws of Table 5.4 (healthy cartilage)",
-               tuple((law, {"law": law}) for law in LAWS if law != "double-layer")))
+               tuple((law, {"law": law}) for law in DAMPING)))
 register(Study("knee2d-materials", "knee2d", "section 5.5: the five contact scenarios of Table 5.5 (Hertz)",
                tuple((m, {"material": m}) for m in MATERIAL_CASES)))
 register(Study("knee2d-amplitude", "knee2d", "section 5.6: the pulse amplitude, Hertz and Flores et al.",

@@ -194,7 +194,7 @@ def _placement_figure(plt: Any, cases: list[tuple[str, Summary]]) -> Any:
     ax[1].scatter(at, range(len(cases)), c=["g" if p > 0 else "r" for p in peak])
     ax[1].axvspan(65, 75, color="0.9")
     ax[1].set_yticks(range(len(labels)), labels, fontsize=6)
-    ax[1].invert_yaxis()
+    ax[1].set_ylim(len(cases) - 0.5, -0.5)  # rows aligned with the matrix
     ax[1].set(xlabel="flexion of the largest internal rotation [deg] (red: never internal)",
               title="R27: internal rotation largest at 70 +- 5 deg")
     return fig
