@@ -69,6 +69,11 @@ class StorageWindow:
         fetched or waited for at least one strip).
     """
 
+    @classmethod
+    def whole(cls, source: Source, interpolation: str = "hermite") -> StorageWindow:
+        """A window holding all of a (small) table: a profile, a stop."""
+        return cls(source, (source.header.n_rec_u, source.header.n_rec_v), interpolation)
+
     def __init__(self, source: Source, extent: tuple[int, int] = (3, 3), interpolation: str = "hermite",
                  centre: tuple[float, float] | None = None, prefetch: bool = False) -> None:
         h = source.header

@@ -9,7 +9,8 @@ import numpy as np
 
 from simclient.scenarios._base import Summary
 
-__all__ = ["save_bouncing_ball", "save_knee3d", "save_knee2d", "save_study", "save_artificial_knee"]
+__all__ = ["save_bouncing_ball", "save_knee3d", "save_knee2d", "save_study", "save_prosthetic_knee",
+           "save_artificial_knee"]
 
 
 def _pyplot() -> Any:
@@ -154,6 +155,8 @@ def save_study(study: Any, cases: list[tuple[str, Summary]], out: Path) -> list[
     each case shows."""
     plt = _pyplot()
     out.mkdir(parents=True, exist_ok=True)
+    if study.plot == "prosthetic-knee":
+        return save_prosthetic_knee(cases, out, name=study.name)
     fig = _placement_figure(plt, cases) if study.plot == "knee3d-checks" else _knee2d_study_figure(plt, cases)
     fig.suptitle(f"study {study.name}: {study.title}")
     fig.tight_layout()
@@ -198,6 +201,45 @@ def _placement_figure(plt: Any, cases: list[tuple[str, Summary]]) -> Any:
     ax[1].set(xlabel="flexion of the largest internal rotation [deg] (red: never internal)",
               title="R27: internal rotation largest at 70 +- 5 deg")
     return fig
+
+
+def save_prosthetic_knee(cases: list[tuple[str, Summary]], out: Path, name: str = "prosthetic_knee") -> list[Path]:
+    """The prosthetic knee's histories (NPZ, CSV per case) and the paper's Fig. 6 for every case side
+    by side: the knee angle, body 1's angular velocity and acceleration, the stop's penetration and
+    force (zoomed on the first contact)."""
+    plt = _pyplot()
+    out.mkdir(parents=True, exist_ok=True)
+    files: list[Path] = []
+    for label, s in cases:
+        npz, csv = out / f"{name}_{label}.npz", out / f"{name}_{label}.csv"
+        _save_table(s.artifacts["history"], npz, csv)
+        files += [npz, csv]
+    fig, ax = plt.subplots(2, 3, figsize=(15, 8))
+    for label, s in cases:
+        h = s.artifacts["history"]
+        t = h["t_s"]
+        ax[0, 0].plot(t, h["knee_angle_deg"], label=label)
+        ax[0, 1].plot(t, h["body1_omega_rad_s"], label=label)
+        ax[0, 2].plot(t, h["body1_alpha_rad_s2"], label=label)
+        on = np.nonzero(h["penetration_m"] > 0)[0]
+        window = (t >= t[on[0]] - 0.002) & (t <= t[on[0]] + 0.03) if len(on) else np.ones(len(t), bool)
+        ax[1, 0].plot(t[window], h["penetration_m"][window] * 1e3, label=label)
+        ax[1, 1].plot(t[window], h["contact_force_N"][window], label=label)
+        ax[1, 2].plot(t, h["contact_force_N"], label=label)
+    ax[0, 0].set(xlabel="time [s]", ylabel="knee angle [deg]", title="knee angle (thigh less shank)")
+    ax[0, 1].set(xlabel="time [s]", ylabel="[rad/s]", title="body 1: angular velocity")
+    ax[0, 2].set(xlabel="time [s]", ylabel="[rad/s^2]", title="body 1: angular acceleration")
+    ax[1, 0].set(xlabel="time [s]", ylabel="penetration [mm]", title="stop: penetration (first contact)")
+    ax[1, 1].set(xlabel="time [s]", ylabel="force [N]", title="stop: contact force (first contact)")
+    ax[1, 2].set(xlabel="time [s]", ylabel="force [N]", title="stop: contact force (whole run)")
+    for a in ax.flat:
+        a.legend(fontsize=8)
+    fig.suptitle("prosthetic four-bar knee (Markus et al. 2019, Fig. 6)")
+    fig.tight_layout()
+    files.append(out / f"{name}.png")
+    fig.savefig(files[-1], dpi=110)
+    plt.close(fig)
+    return files
 
 
 def save_artificial_knee(out: Path, gait: dict[str, Any], knee: Any, params: Any) -> list[str]:
