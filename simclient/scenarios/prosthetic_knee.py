@@ -181,14 +181,11 @@ def _summary(system: PlanarSystem, stop: PlanarContact, joints: list[Revolute2D]
         "knee_angle_deg", "body1_angle_deg", "body1_omega_rad_s", "body1_alpha_rad_s2", "penetration_m",
         "contact_force_N", "joint_gap_m")}
     h["t_s"] = ts
-    theta0 = None
     for n, t in enumerate(ts):
         y = res.sol(float(t))
         system.set_state(y, float(t))
         q = y[:n3].reshape(-1, 3)
-        knee = math.degrees(q[2, 2] - q[0, 2])  # thigh angle less shank angle
-        theta0 = knee if theta0 is None else theta0
-        h["knee_angle_deg"][n] = knee
+        h["knee_angle_deg"][n] = math.degrees(q[2, 2] - q[0, 2])  # thigh angle less shank angle
         h["body1_angle_deg"][n] = math.degrees(y[col1 + 2])
         h["body1_omega_rad_s"][n] = y[n3 + col1 + 2]
         h["body1_alpha_rad_s2"][n] = system.rhs(float(t), y)[n3 + col1 + 2]
