@@ -34,6 +34,7 @@ grow with the table.
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -43,7 +44,7 @@ from preprocess.errors import DefinitionError, PreprocessError
 from preprocess.fit import fit_spec, save_residual_map
 from preprocess.spec import Placement, SurfaceSpec, parse_surface, sample_points, spec_source
 from surfacestore.errors import SurfaceStoreError
-from surfacestore.format import SHARD_TARGET_BYTES, TABLE_SUFFIX, Table, create_table, open_table
+from surfacestore.format import SHARD_TARGET_BYTES, Table, create_table, open_table, table_location
 
 __all__ = ["Placement", "SurfaceSpec", "load_spec", "parse_surface", "build_surface", "sample_points",
            "spec_source", "is_current", "fit_to_table"]
@@ -78,7 +79,7 @@ def load_spec(path: str | Path) -> list[SurfaceSpec]:
 def is_current(spec: SurfaceSpec, out_dir: str | Path) -> bool:
     """True if ``out_dir/NAME.zarr`` is a table built from this same definition."""
     try:
-        with open_table(Path(out_dir) / f"{spec.name}{TABLE_SUFFIX}") as t:
+        with open_table(table_location(out_dir, spec.name)) as t:
             h = t.header
     except SurfaceStoreError:
         return False
@@ -88,14 +89,15 @@ def is_current(spec: SurfaceSpec, out_dir: str | Path) -> bool:
 
 def build_surface(spec: SurfaceSpec, out_dir: str | Path, *, overwrite: bool = False,
                   progress: Callable[[int], None] | None = None) -> Table:
-    """Sample ``spec`` into the table ``out_dir/NAME.zarr`` and publish it atomically.
+    """Sample ``spec`` into the table ``out_dir/NAME.zarr`` (``out_dir`` a folder or an
+    ``s3://BUCKET/PREFIX``) and publish it atomically.
 
     ``progress(n)`` is called with the number of records written after each span. On any error or
     interruption nothing is published.
     """
     nu, nv = spec.grid
     up, vp = spec.record
-    writer = create_table(Path(out_dir) / f"{spec.name}{TABLE_SUFFIX}", u_npts=nu, v_npts=nv, u_pts=up,
+    writer = create_table(table_location(out_dir, spec.name), u_npts=nu, v_npts=nv, u_pts=up,
                           v_pts=vp, u0=spec.u_range[0], v0=spec.v_range[0], du=spec.du, dv=spec.dv,
                           source=spec_source(spec), codec=spec.codec, shard=spec.shard,
                           normal_sign=-1 if spec.flip else 1, extras=tuple(spec.extras), overwrite=overwrite)
@@ -117,11 +119,12 @@ def fit_to_table(input_path: str | Path, out: str | Path, *, overwrite: bool = F
                  residual_map: str | Path | None = None, **options: Any) -> tuple[Any, dict[str, Any]]:
     """Fit ``input_path`` and build the table ``out`` (a ``NAME.zarr`` path); return (table, report).
     ``options``: the keys of a fit definition (see :func:`fit_spec`); ``None`` values are ignored."""
-    out = Path(out)
-    name = out.name[:-5] if out.name.endswith(".zarr") else out.name
+    out = os.fspath(out)  # a string: Path would fold the // of s3://
+    leaf = os.path.basename(out.rstrip("/"))
+    name = leaf[:-5] if leaf.endswith(".zarr") else leaf
     d = {"input": str(input_path), **{k: v for k, v in options.items() if v is not None}}
     spec, report, fit = fit_spec(name, d)
-    table = build_surface(spec, out.parent, overwrite=overwrite)
+    table = build_surface(spec, os.path.dirname(out.rstrip("/")) or ".", overwrite=overwrite)
     if residual_map is not None:
         save_residual_map(fit, Path(residual_map))
     return table, report

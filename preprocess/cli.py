@@ -51,12 +51,12 @@ def _cmd_build(args: argparse.Namespace) -> int:
         for w in {str(c.message) for c in caught}:
             print(f"warning: {w}", file=sys.stderr)
         h = table.header
-        built.append({"name": table.name, "path": str(table.path), "points": [h.u_npts, h.v_npts],
+        built.append({"name": table.name, "path": table.location, "points": [h.u_npts, h.v_npts],
                       "records": [h.n_rec_u, h.n_rec_v], "record_points": [h.u_pts, h.v_pts],
                       "shard_records": h.shard_records, "codec": h.codec, "digest": h.digest})
         if not args.json:
             print(f"built {table.name}: {h.u_npts} x {h.v_npts} points in {h.n_rec_u} x {h.n_rec_v} records "
-                  f"of {h.u_pts} x {h.v_pts} -> {table.path}")
+                  f"of {h.u_pts} x {h.v_pts} -> {table.location}")
     if args.json:
         print(json.dumps({"tables": built}, indent=2))
     return 0
@@ -65,7 +65,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 def _cmd_inspect(args: argparse.Namespace) -> int:
     table = open_table(args.table)
     h = table.header
-    info: dict[str, Any] = {"name": table.name, "path": str(table.path), "header": h.to_dict()}
+    info: dict[str, Any] = {"name": table.name, "path": table.location, "header": h.to_dict()}
     if not args.no_stats:
         # Summary statistics from a strided sample of records (all of them for small tables).
         step_i = max(1, h.n_rec_u // 16)
@@ -83,7 +83,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
-    print(f"table {table.name} ({table.path})")
+    print(f"table {table.name} ({table.location})")
     for k, v in h.to_dict().items():
         if k != "source":
             print(f"  {k:14s} {v}")
@@ -143,12 +143,12 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     for w in {str(c.message) for c in caught if "analytic normal" not in str(c.message)}:
         print(f"warning: {w}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"table": str(table.path), "report": report}, indent=2))
+        print(json.dumps({"table": table.location, "report": report}, indent=2))
     else:
         r = report
         net = (f"control net {r['control_net'][0]} x {r['control_net'][1]}" if "control_net" in r
                else f"{r['centres']} thin-plate centres")
-        print(f"fitted {args.input} -> {table.path} ({r['parametrization_chosen']}; {r['method']}, {net}, "
+        print(f"fitted {args.input} -> {table.location} ({r['parametrization_chosen']}; {r['method']}, {net}, "
               f"{r['points']} points)")
         print(f"  residual mean {r['residual_mean_m'] * 1e3:+.5f} +- {r['residual_sd_m'] * 1e3:.5f} mm, RMS "
               f"{r['residual_rms_m'] * 1e3:.5f} mm, 99th percentile {r['residual_p99_m'] * 1e3:.5f} mm, max "
@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("build", help="sample the surfaces of a TOML definition into tables")
     b.add_argument("spec", type=Path, nargs="+", help="TOML file(s) with [surfaces.NAME] tables")
-    b.add_argument("--out", type=Path, required=True, help="folder for the tables (NAME.zarr)")
+    b.add_argument("--out", required=True, help="folder for the tables (NAME.zarr), or s3://BUCKET/PREFIX")
     b.add_argument("--only", nargs="+", metavar="NAME", help="build only these surfaces")
     b.add_argument("--overwrite", action="store_true", help="replace existing tables")
     b.add_argument("--skip-existing", action="store_true",
@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=_cmd_build)
 
     i = sub.add_parser("inspect", help="print a table's header and summary statistics")
-    i.add_argument("table", type=Path)
+    i.add_argument("table", help="a table: NAME.zarr folder or s3://BUCKET/PREFIX/NAME.zarr")
     i.add_argument("--json", action="store_true")
     i.add_argument("--no-stats", action="store_true", help="header only")
     i.set_defaults(func=_cmd_inspect)
@@ -204,14 +204,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--ctrl", type=_pair, help="control net MxN (default: grown until --tol)")
     g.add_argument("--tol", type=_length, help="RMS tolerance, e.g. 0.01mm [0.01mm]")
     f.add_argument("--units", default="m", help="units of the input coordinates [m]")
-    f.add_argument("--out", type=Path, required=True, help="output table, NAME.zarr")
+    f.add_argument("--out", required=True, help="output table, NAME.zarr (a path or s3://BUCKET/PREFIX/NAME.zarr)")
     f.add_argument("--overwrite", action="store_true")
     f.add_argument("--residual-map", type=Path, help="PNG of the residuals over the parameters")
     f.add_argument("--json", action="store_true")
     f.set_defaults(func=_cmd_fit)
 
     v = sub.add_parser("verify", help="check tables; exit 1 listing the failing records")
-    v.add_argument("tables", type=Path, nargs="+")
+    v.add_argument("tables", nargs="+", help="tables: NAME.zarr folders or s3:// prefixes")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_cmd_verify)
     return p

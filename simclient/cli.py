@@ -2,6 +2,7 @@
 
     simclient run SCENARIO [options]   # simclient run --help lists the scenarios
     simclient study STUDY [options]    # several runs compared (simclient study --help lists them)
+    simclient sweep SPEC.toml [options] # a parameter sweep on Dask (local workers or a cluster)
     simclient validate [CASE ...]      # closed-form validation cases
     simclient bench NAME [--quick]     # benchmarks (store, contact, windows, sweep, all)
 
@@ -94,6 +95,36 @@ def _study(args: argparse.Namespace) -> int:
     return 0 if all(s.ok for _, s in cases) else 1
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from simclient.scenarios import Tables, ensure_sample_tables, get_scenario
+    from simclient.scenarios.sweep import cluster, load_sweep, run_sweep
+
+    spec = load_sweep(args.spec)
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise SimClientError(f"--out {args.out}: exists and is not a folder")
+    tables = Tables(store=args.store, folder=None if args.store else str(args.tables.resolve()), token=args.token)
+    if args.store is None:
+        cls = get_scenario(spec.scenario)
+        names = sorted({t for p in spec.runs() for t in cls().table_names(cls.Params(**{
+            k: tuple(v) if isinstance(v, list) else v for k, v in p.items()})).values()})
+        ensure_sample_tables(args.tables, quiet=args.json, names=names, missing_only=True)
+    with cluster(args.scheduler) as client, tqdm(total=len(spec.runs()), desc=f"sweep {spec.scenario}", unit="run",
+                                                disable=args.json or not sys.stderr.isatty()) as bar:
+        summary = run_sweep(spec, tables, client, out=args.out, progress=lambda done, n: bar.update(1))
+    if args.json:
+        print(json.dumps(summary, indent=2, default=float))
+    else:
+        print(f"sweep of {spec.scenario}: {summary['runs']} runs, {len(summary['failed'])} failed, "
+              f"{summary['wall_s']:.1f} s")
+        for f in summary["failed"]:
+            print(f"  failed run {f['run']} {f['parameters']}: {f['error']}")
+        for f in summary.get("outputs", []):
+            print(f"wrote {f}")
+    return 0 if not summary["failed"] else 1
+
+
 def _bench(args: argparse.Namespace) -> int:
     from simclient.bench import BENCHES
     from simclient.bench.windows import plot
@@ -116,6 +147,16 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_where(parser: argparse.ArgumentParser) -> None:
+    """The options that say where the tables are: a store (and its token) or a folder."""
+    where = parser.add_argument_group("where the tables are")
+    src = where.add_mutually_exclusive_group()
+    src.add_argument("--store", help="base URL of a surface store (http://host:port; replicas: comma-separated)")
+    src.add_argument("--tables", type=Path, default=Path("tables"),
+                     help="folder of NAME.zarr tables; missing sample tables are built there (default: tables)")
+    where.add_argument("--token", help="bearer token for the store")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from simclient.bench import BENCHES
     from simclient.scenarios import SCENARIOS
@@ -127,12 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     scenarios = run.add_subparsers(dest="scenario", required=True, metavar="SCENARIO")
     for name, cls in SCENARIOS.items():
         sp = scenarios.add_parser(name, help=cls.title, description=cls.title)
-        where = sp.add_argument_group("where the tables are")
-        src = where.add_mutually_exclusive_group()
-        src.add_argument("--store", help="base URL of a surface store (http://host:port)")
-        src.add_argument("--tables", type=Path, default=Path("tables"),
-                         help="folder of NAME.zarr tables; missing sample tables are built there (default: tables)")
-        where.add_argument("--token", help="bearer token for the store")
+        _add_where(sp)
         sp.add_argument("--out", type=Path, help="folder for histories and plots")
         sp.add_argument("--json", action="store_true", help="print the JSON summary")
         cls.add_arguments(sp)
@@ -143,15 +179,22 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("study", help="run a study (independent runs compared)", description="Studies: " + "; ".join(
         f"{name}: {study.title}" for name, study in STUDIES.items()))
     st.add_argument("study", choices=list(STUDIES), metavar="STUDY", help=", ".join(STUDIES))
-    where = st.add_mutually_exclusive_group()
-    where.add_argument("--store", help="base URL of a surface store (http://host:port)")
-    where.add_argument("--tables", type=Path, default=Path("tables"),
-                       help="folder of NAME.zarr tables; missing sample tables are built there (default: tables)")
-    st.add_argument("--token", help="bearer token for the store")
+    _add_where(st)
     st.add_argument("--out", type=Path, help="folder for the comparison plots")
     st.add_argument("--workers", type=int, help="parallel processes (default: the CPUs)")
     st.add_argument("--json", action="store_true", help="print the JSON summary")
     st.set_defaults(func=_study)
+
+    sw = sub.add_parser("sweep", help="run a parameter sweep of a scenario on Dask",
+                        description="Run every point of a sweep specification (TOML: scenario, [fixed], [grid], "
+                        "[sample], [output]) as a Dask task.")
+    sw.add_argument("spec", type=Path, help="the sweep specification (TOML)")
+    sw.add_argument("--scheduler", default="local", help="local, local:N (N worker processes) or tcp://HOST:PORT "
+                    "(an existing Dask scheduler) (default: local)")
+    _add_where(sw)
+    sw.add_argument("--out", type=Path, help="folder for the table (CSV, Zarr) and the plots")
+    sw.add_argument("--json", action="store_true", help="print the JSON summary")
+    sw.set_defaults(func=_sweep)
 
     v = sub.add_parser("validate", help="closed-form validation cases")
     v.add_argument("cases", nargs="*", help="case names (default: all)")

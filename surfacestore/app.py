@@ -34,7 +34,6 @@ import json
 import logging
 import os
 import re
-import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -55,6 +54,7 @@ from surfacestore.errors import (
     InvalidTableName,
     RecordCorrupt,
     RecordOutOfRange,
+    StorageUnavailable,
     SurfaceStoreError,
     TableCorrupt,
     TableNotFound,
@@ -146,6 +146,9 @@ def _error_parts(exc: BaseException) -> tuple[int, str, str]:
     if isinstance(exc, TableCorrupt):
         log.error("table unreadable: %s", exc)
         return 503, "table_unreadable", str(exc)
+    if isinstance(exc, StorageUnavailable):
+        log.error("object storage failing: %s", exc)
+        return 503, "storage_unavailable", str(exc)
     log.error("error serving a request: %r", exc)
     return 500, "internal", type(exc).__name__
 
@@ -265,7 +268,7 @@ class _Store:
         """A raw Zarr key of a table (``zarr.json``, chunk or shard keys), with single byte ranges
         (RFC 9110: a malformed range is ignored, an unsatisfiable one answers 416)."""
         table = self.catalog.get(name)
-        path = _zarr_path(self.catalog.root / f"{name}{TABLE_SUFFIX}", key)
+        _check_zarr_key(self.catalog.root, name, key)
         etag = f'"{table.header.digest.removeprefix("sha256:")[:32]}.{key}"'
         headers = {"cache-control": "no-cache", "x-table-digest": table.header.digest, "etag": etag,
                    "accept-ranges": "bytes",
@@ -273,24 +276,24 @@ class _Store:
         if if_none_match == etag:
             return 304, headers, b""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        except OSError:
+            size = table.key_size(key)
+        except StorageUnavailable:
+            raise
+        except OSError:  # missing, or not a regular file
             raise TableNotFound(f"no key {key!r} in table {name}") from None
+        span = _byte_range(range_header, size)
+        start, end = span if span is not None else (0, size)
+        if end - start > self.max_block_bytes:
+            raise BlockTooLarge(f"{name}/{key}: {end - start} bytes requested; the limit is "
+                                f"{self.max_block_bytes} bytes (ask for a range)")
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise TableNotFound(f"no key {key!r} in table {name}")
-            size = st.st_size
-            span = _byte_range(range_header, size)
-            start, end = span if span is not None else (0, size)
-            if end - start > self.max_block_bytes:
-                raise BlockTooLarge(f"{name}/{key}: {end - start} bytes requested; the limit is "
-                                    f"{self.max_block_bytes} bytes (ask for a range)")
-            body = b"" if method == "HEAD" else os.pread(fd, end - start, start)
-            if len(body) != (0 if method == "HEAD" else end - start):
-                raise RecordCorrupt(f"{name}/{key}: changed while being read")
-        finally:
-            os.close(fd)
+            body = b"" if method == "HEAD" else table.read_key(key, start, end - start)
+        except StorageUnavailable:
+            raise
+        except OSError:
+            body = b""
+        if len(body) != (0 if method == "HEAD" else end - start):
+            raise RecordCorrupt(f"{name}/{key}: changed while being read")
         headers["content-length"] = str(end - start)
         if span is not None:
             headers["content-range"] = f"bytes {start}-{end - 1}/{size}"
@@ -507,12 +510,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-def _zarr_path(table_dir: Path, key: str) -> Path:
+def _check_zarr_key(root: str | Path, name: str, key: str) -> None:
+    """Refuse keys that are empty, hidden or could leave the table (``..``, backslashes) and, in a
+    folder, keys that resolve outside it (symlinks) or are not regular files."""
     parts = key.split("/")
     if not key or any(p in ("", ".", "..") or p.startswith(".") for p in parts) or "\\" in key:
         raise TableNotFound(f"no key {key!r}")
-    real_dir = table_dir.resolve()
-    path = (table_dir / key).resolve()
-    if real_dir not in path.parents or not path.is_file():
-        raise TableNotFound(f"no key {key!r} in table {table_dir.name}")
-    return path
+    if isinstance(root, Path):
+        table_dir = root / f"{name}{TABLE_SUFFIX}"
+        path = (table_dir / key).resolve()
+        if table_dir.resolve() not in path.parents or not path.is_file():
+            raise TableNotFound(f"no key {key!r} in table {name}")

@@ -1,14 +1,17 @@
-"""The store's catalog of tables under a root folder, and its byte-bounded record cache.
+"""The store's catalog of tables under a root (a folder or an ``s3://`` prefix), and its
+byte-bounded record cache.
 
-The catalog looks at the folder on every call (a ``stat`` of the table's ``zarr.json``), so tables
-added, removed or rebuilt while the store runs are noticed without a restart. Names are validated
-and resolved paths must stay inside the root (no ``..``, no symlinks leading out).
+The catalog looks at the root on every call (a ``stat`` of the table's ``zarr.json``; on object
+storage a HEAD request, at most once per ``recheck_s`` per table), so tables added, removed or
+rebuilt while the store runs are noticed without a restart. Names are validated and resolved paths
+must stay inside the root (no ``..``, no symlinks leading out).
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -16,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from surfacestore.errors import RecordCorrupt, TableNotFound
-from surfacestore.format import TABLE_SUFFIX, RecordBlock, Table, validate_table_name
+from surfacestore import objects
+from surfacestore.format import TABLE_SUFFIX, RecordBlock, Table, table_location, validate_table_name
 from surfacestore.errors import InvalidTableName
 
 __all__ = ["Catalog", "RecordCache"]
@@ -64,67 +68,80 @@ class RecordCache:
 
 
 class Catalog:
-    """The tables under ``root``, opened on demand and reopened when rebuilt."""
+    """The tables under ``root`` (a folder or an ``s3://BUCKET/PREFIX``), opened on demand and
+    reopened when rebuilt. ``recheck_s``: on object storage, how long (s) an open table is served
+    before its ``zarr.json`` is checked again (a request per check)."""
 
-    def __init__(self, root: str | os.PathLike[str], cache: RecordCache | None = None) -> None:
-        self.root = Path(root).resolve()
+    def __init__(self, root: str | os.PathLike[str], cache: RecordCache | None = None,
+                 recheck_s: float = 1.0) -> None:
+        self.remote = objects.is_object_url(os.fspath(root))
+        self.root: str | Path = os.fspath(root).rstrip("/") if self.remote else Path(root).resolve()
         self.cache = cache or RecordCache(256 * 2**20)
-        self._open: dict[str, tuple[tuple[int, int], Table]] = {}
+        self.recheck_s = recheck_s
+        self._open: dict[str, tuple[float, Table]] = {}
         self._lock = threading.Lock()
 
     def names(self) -> list[str]:
         """Names of the tables currently under the root (hidden and temporary folders excluded)."""
-        try:
-            entries = sorted(os.listdir(self.root))
-        except FileNotFoundError:
-            return []
-        out = []
-        for entry in entries:
-            if entry.startswith(".") or not entry.endswith(TABLE_SUFFIX):
-                continue
-            name = entry[: -len(TABLE_SUFFIX)]
+        if isinstance(self.root, str):
+            candidates = objects.list_tables(self.root, TABLE_SUFFIX)
+        else:
             try:
-                self._path(name)
+                entries = sorted(os.listdir(self.root))
+            except FileNotFoundError:
+                return []
+            candidates = [e[: -len(TABLE_SUFFIX)] for e in entries
+                          if not e.startswith(".") and e.endswith(TABLE_SUFFIX)]
+        out = []
+        for name in candidates:
+            try:
+                self._location(name)
             except (TableNotFound, InvalidTableName):
                 continue
             out.append(name)
         return out
 
-    def _path(self, name: str) -> Path:
+    def _location(self, name: str) -> str:
         validate_table_name(name)
-        path = self.root / f"{name}{TABLE_SUFFIX}"
-        real = Path(os.path.realpath(path))
+        location = table_location(self.root, name)
+        if isinstance(self.root, str):
+            if not objects.exists(location):
+                raise TableNotFound(f"no table named {name!r}")
+            return location
+        real = Path(os.path.realpath(location))
         if real.parent != self.root and self.root not in real.parents:
             raise TableNotFound(f"no table named {name!r}")  # a symlink leading out of the root
         if not (real / "zarr.json").is_file():
             raise TableNotFound(f"no table named {name!r}")
-        return path
+        return location
 
     def get(self, name: str) -> Table:
         """The current version of table ``name``; :class:`TableNotFound` if there is none.
 
-        One ``stat`` of the table's ``zarr.json`` per call tells whether the open version is still
-        current; the name is validated and the path resolved (symlinks) only when (re)opening.
+        One ``stat`` of the table's ``zarr.json`` per call (on object storage one HEAD request per
+        ``recheck_s``) tells whether the open version is still current; the name is validated and
+        the path resolved (symlinks) only when (re)opening.
         """
         with self._lock:
             cached = self._open.get(name)
         if cached is not None:
-            try:
-                st = os.stat(cached[1].path / "zarr.json")
-                if (st.st_ino, st.st_mtime_ns) == cached[0]:
-                    return cached[1]
-            except FileNotFoundError:
-                pass
+            checked, table = cached
+            now = time.monotonic()
+            if self.remote and now - checked < self.recheck_s:
+                return table
+            if table.is_current():
+                if self.remote:
+                    with self._lock:
+                        self._open[name] = (now, table)
+                return table
         try:
-            path = self._path(name)
-            st = os.stat(path / "zarr.json")
-        except (InvalidTableName, FileNotFoundError):
+            table = Table(self._location(name))
+        except (InvalidTableName, TableNotFound):
             with self._lock:
                 self._open.pop(name, None)
             raise TableNotFound(f"no table named {name!r}") from None
-        table = Table(path)
         with self._lock:
-            self._open[name] = ((st.st_ino, st.st_mtime_ns), table)
+            self._open[name] = (time.monotonic(), table)
         return table
 
     def read_block(self, name: str, block: RecordBlock, array: str = "points") -> tuple[Table, np.ndarray]:
@@ -168,13 +185,12 @@ class Catalog:
 
     def _read_block(self, table: Table, block: RecordBlock, array: str) -> np.ndarray:
         table.header.check_block(block)
-        recs = [self._record(table, array, ri, rj) for ri, rj in block.records()]
-        return self._assemble(table, block, array, recs)
-
-    def _record(self, table: Table, array: str, ri: int, rj: int) -> np.ndarray:
-        key = (table.header.digest, table.name, array, ri, rj)
-        rec = self.cache.get(key)
-        if rec is None:
-            rec = table.read_record(ri, rj, array)
-            self.cache.put(key, rec)
-        return rec
+        keys = list(block.records())
+        cached: dict[tuple[int, int], Any] = {k: self.cache.get((table.header.digest, table.name, array, *k))
+                                               for k in keys}
+        missing = [k for k, rec in cached.items() if rec is None]
+        # the missing records are read together: concurrently on object storage
+        for k, rec in zip(missing, table.read_records(missing, array)):
+            self.cache.put((table.header.digest, table.name, array, *k), rec)
+            cached[k] = rec
+        return self._assemble(table, block, array, [cached[k] for k in keys])

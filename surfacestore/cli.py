@@ -14,10 +14,11 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from surfacestore.format import tune_allocator
-from surfacestore.settings import Settings
+from surfacestore.errors import SurfaceStoreError
+from surfacestore.format import TABLE_SUFFIX
+from surfacestore.settings import Settings, parse_root
 
 __all__ = ["main"]
 
@@ -37,11 +38,20 @@ def _serve(args: argparse.Namespace) -> int:
     if args.token is not None:
         print("surfacestore: warning: --token is visible to every user of this machine in the process list; "
               "set SURFACESTORE_TOKEN in the environment instead", file=sys.stderr)
-    if not settings.root.is_dir():
+    if isinstance(settings.root, str):
+        from surfacestore.objects import list_tables
+
+        try:
+            list_tables(settings.root, TABLE_SUFFIX)
+        except SurfaceStoreError as exc:
+            print(f"surfacestore: error: root {settings.root}: {exc}", file=sys.stderr)
+            return 1
+    elif not settings.root.is_dir():
         print(f"surfacestore: error: root {settings.root} is not a folder", file=sys.stderr)
         return 1
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("surfacestore").info("serving %s on http://%s:%d (%d worker(s), cache %.0f MiB%s)",
+                                           settings.root if isinstance(settings.root, str) else
                                            settings.root.resolve(), settings.host, settings.port, settings.workers,
                                            settings.cache_mb, ", token required" if settings.token else "")
     run(settings)
@@ -52,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="surfacestore", description="Serve surface tables over HTTP (read-only).")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="serve the tables under a folder")
-    s.add_argument("--root", type=Path, help="folder of NAME.zarr tables [SURFACESTORE_ROOT, default tables]")
+    s.add_argument("--root", type=parse_root, help="folder of NAME.zarr tables, or s3://BUCKET/PREFIX "
+                   "[SURFACESTORE_ROOT, default tables]")
     s.add_argument("--host", help="address to bind [127.0.0.1: loopback only]")
     s.add_argument("--port", type=int, help="port [8000]")
     s.add_argument("--workers", type=int, help="server processes [1]")

@@ -10,7 +10,8 @@
     │   └── RecordCorrupt                                  one record missing, truncated or failing its checksum
     ├── RecordOutOfRange         (also IndexError)         record indices outside the record grid
     ├── UnknownField             (also KeyError)           no per-point array of that name
-    └── BlockTooLarge            (also ValueError)         more records than a configured limit
+    ├── BlockTooLarge            (also ValueError)         more records than a configured limit
+    └── StorageUnavailable       (also OSError)            object storage slow or failing (transient)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "RecordOutOfRange",
     "BlockTooLarge",
     "UnknownField",
+    "StorageUnavailable",
 ]
 
 
@@ -72,3 +74,8 @@ class BlockTooLarge(SurfaceStoreError, ValueError):
 
 class UnknownField(SurfaceStoreError, KeyError):
     """A per-point array name the table does not have."""
+
+
+class StorageUnavailable(SurfaceStoreError, OSError):
+    """Object storage that does not answer, or fails, within its timeout and retries (transient:
+    the store answers 503 ``storage_unavailable`` and clients retry)."""

@@ -40,6 +40,7 @@ import re
 import shutil
 import stat
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -57,6 +58,7 @@ from surfacestore.errors import (
     RecordOutOfRange,
     TableCorrupt,
     TableExists,
+    StorageUnavailable,
     TableNotFound,
     UnknownField,
 )
@@ -79,6 +81,7 @@ __all__ = [
     "check_points",
     "DEGENERATE_TOL",
     "table_name",
+    "table_location",
     "window_block",
     "tune_allocator",
     "validate_table_name",
@@ -360,6 +363,13 @@ def table_name(path: str | os.PathLike[str]) -> str:
     return name[: -len(TABLE_SUFFIX)] if name.endswith(TABLE_SUFFIX) else name
 
 
+def table_location(root: str | os.PathLike[str], name: str) -> str:
+    """Where table ``name`` lives under ``root`` (a folder or an ``s3://`` prefix)."""
+    root = os.fspath(root)
+    return f"{root.rstrip('/')}/{name}{TABLE_SUFFIX}" if root.startswith("s3://") else \
+        os.path.join(root, f"{name}{TABLE_SUFFIX}")
+
+
 def validate_table_name(name: str) -> str:
     """Return ``name`` if it is a safe table name (letters, digits, ``-_.``; not hidden)."""
     ok = (0 < len(name) <= 128 and not name.startswith(".")
@@ -386,67 +396,139 @@ class _Digest:
         return "sha256:" + top.hexdigest()
 
 
+class FolderFiles:
+    """The files of one table folder, read through a descriptor of the folder.
+
+    If the table is replaced under the same name (atomic rename), reads keep going to the version
+    that was opened, or fail (``FileNotFoundError``) once that version is deleted: they never mix
+    versions. Files are opened non-blocking, so a FIFO planted in a table cannot hang a reader;
+    anything but a regular file (a folder, a FIFO, a device) is refused with ``OSError``.
+    """
+
+    remote = False
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._dirfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        except (FileNotFoundError, NotADirectoryError):
+            raise TableNotFound(f"no surface table at {path}") from None
+
+    def _open(self, rel: str) -> int:
+        fd = os.open(rel, os.O_RDONLY | os.O_NONBLOCK, dir_fd=self._dirfd)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(f"{rel} is not a regular file")
+        return fd
+
+    def read(self, rel: str, limit: int) -> bytes:
+        """The file ``rel``, at most ``limit + 1`` bytes (one more reveals a file too long)."""
+        fd = self._open(rel)
+        try:
+            return os.read(fd, min(os.fstat(fd).st_size, limit) + 1)
+        finally:
+            os.close(fd)
+
+    def read_range(self, rel: str, offset: int, nbytes: int) -> bytes:
+        fd = self._open(rel)
+        try:
+            return os.pread(fd, nbytes, offset)
+        finally:
+            os.close(fd)
+
+    def size(self, rel: str) -> int:
+        fd = self._open(rel)
+        try:
+            return os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+
+    def version(self, rel: str) -> Any:
+        """A tag that changes when ``rel`` under the table's *name* is replaced (inode, mtime)."""
+        st = os.stat(self.path / rel)
+        return st.st_ino, st.st_mtime_ns
+
+    def close(self) -> None:
+        fd, self._dirfd = getattr(self, "_dirfd", -1), -1
+        if fd >= 0:
+            os.close(fd)
+
+
 class Table:
     """A table opened for reading. Thread-safe for concurrent reads.
 
-    Records are read by direct file access (one small read per record, the checksum verified,
-    decompressed when the codec compresses); :meth:`zarr_group` gives the same data through
-    zarr-python, which is the reference implementation of the format.
+    ``location`` is a ``NAME.zarr`` folder or an ``s3://BUCKET/PREFIX/NAME.zarr`` prefix (see
+    :mod:`surfacestore.objects`). Records are read by direct access (one small read per record, the
+    checksum verified, decompressed when the codec compresses); :meth:`zarr_group` gives the same
+    data through zarr-python, which is the reference implementation of the format.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        # All reads go through a descriptor of the table's folder: if the table is replaced under
-        # the same name (atomic rename), this object keeps reading the version it opened, or fails
-        # (RecordCorrupt) once that version is deleted - it never mixes versions.
+    def __init__(self, location: str | os.PathLike[str]) -> None:
+        from surfacestore import objects
+
+        self.location = os.fspath(location)
+        self.remote = objects.is_object_url(self.location)
+        self._files: Any = objects.ObjectFiles(self.location) if self.remote else FolderFiles(Path(self.location))
         try:
-            self._dirfd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
-        except (FileNotFoundError, NotADirectoryError):
-            raise TableNotFound(f"no surface table at {self.path}") from None
-        try:
-            fd = self._open_regular("zarr.json")
-            with os.fdopen(fd, "rb") as f:
-                meta = f.read(_MAX_METADATA_BYTES + 1)
+            # the version of the group metadata, taken before reading it: a rebuild in between
+            # shows as a changed version (is_current), never as a new version taken for the old
+            self._version = self._files.version("zarr.json")
+            meta = self._files.read("zarr.json", _MAX_METADATA_BYTES)
             if len(meta) > _MAX_METADATA_BYTES:
                 raise ValueError(f"zarr.json is larger than {_MAX_METADATA_BYTES} bytes")
             attrs = json.loads(meta)["attributes"]["surface"]
         except FileNotFoundError:
-            self.close()  # close() also forgets the number: __del__ must not close it again
-            raise TableNotFound(f"no surface table at {self.path}") from None
+            self.close()
+            raise TableNotFound(f"no surface table at {self.location}") from None
+        except StorageUnavailable:
+            self.close()
+            raise
         except (OSError, ValueError, KeyError, TypeError) as exc:
             self.close()
-            raise TableCorrupt(f"{self.path}: unreadable header ({exc!r})") from exc
+            raise TableCorrupt(f"{self.location}: unreadable header ({exc!r})") from exc
         try:
             self.header = Header.from_dict(attrs)
         except TableCorrupt as exc:
             self.close()
-            raise TableCorrupt(f"{self.path}: {exc}") from None
+            raise TableCorrupt(f"{self.location}: {exc}") from None
         except BaseException:
             self.close()
             raise
-        self.name = table_name(self.path)
+        self.name = table_name(self.location)
         # stored size of an uncompressed record of points (record + CRC32C); 0 when compressed
         self._stored_size = self.header.record_bytes + 4 if self.header.codec == "none" else 0
         self._decompressor = _decompressor(self.header.codec)
         self._shard_index: dict[tuple[str, int, int], np.ndarray] = {}
         self._lock = threading.Lock()
 
-    def _open_regular(self, rel: str) -> int:
-        """A read-only descriptor of the regular file ``rel`` in the table's folder. Opened
-        non-blocking, so a FIFO planted in a table cannot hang a reader; anything but a regular
-        file (a folder, a FIFO, a device) is refused with ``IsADirectoryError`` or ``OSError``."""
-        fd = os.open(rel, os.O_RDONLY | os.O_NONBLOCK, dir_fd=self._dirfd)
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            os.close(fd)
-            raise OSError(f"{rel} is not a regular file")
-        return fd
+    @property
+    def path(self) -> Path:
+        """The table's folder (a table on a local disk; see ``location`` for any table)."""
+        if self.remote:
+            raise AttributeError(f"{self.location} is on object storage: it has a location, not a path")
+        return Path(self.location)
+
+    def is_current(self) -> bool:
+        """True while the table under this location is still the version this object opened (one
+        ``stat``, or one HEAD request on object storage)."""
+        try:
+            return bool(self._files.version("zarr.json") == self._version)
+        except FileNotFoundError:
+            return False
+
+    def key_size(self, key: str) -> int:
+        """Size in bytes of the raw Zarr key ``key`` (validated by the caller)."""
+        return int(self._files.size(key))
+
+    def read_key(self, key: str, offset: int, nbytes: int) -> bytes:
+        """Bytes ``[offset, offset + nbytes)`` of the raw Zarr key ``key``."""
+        return bytes(self._files.read_range(key, offset, nbytes))
 
     def close(self) -> None:
         """Release the folder descriptor (also done when the object is garbage-collected)."""
-        fd, self._dirfd = getattr(self, "_dirfd", -1), -1
-        if fd >= 0:
-            os.close(fd)
+        files = getattr(self, "_files", None)
+        if files is not None:
+            files.close()
 
     def __del__(self) -> None:
         self.close()
@@ -469,17 +551,12 @@ class Table:
 
     def _read_encoded(self, array: str, ri: int, rj: int) -> bytes:
         """The stored bytes of one record (codec output followed by its CRC32C)."""
-        # Plain string paths and os-level reads: pathlib would cost more than the read itself.
         k = self.header.shard_records
         leaf = "/0" if array == "points" else ""
         try:
             if not k:
-                fd = self._open_regular(f"{array}/c/{ri}/{rj}{leaf}")
-                try:
-                    size = self._stored_size if array == "points" and self._stored_size else os.fstat(fd).st_size
-                    return os.read(fd, min(size, _MAX_STORED_RECORD) + 1)  # one byte more reveals a file too long
-                finally:
-                    os.close(fd)
+                limit = self._stored_size if array == "points" and self._stored_size else _MAX_STORED_RECORD
+                return bytes(self._files.read(f"{array}/c/{ri}/{rj}{leaf}", limit))
             sj, jj = divmod(rj, k)
             shard = f"{array}/c/{ri}/{sj}{leaf}"
             index = self._read_shard_index(array, ri, sj, shard)
@@ -488,16 +565,14 @@ class Table:
                 raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) was never written", [(ri, rj)])
             if nbytes > _MAX_STORED_RECORD:
                 raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) claims {nbytes} bytes", [(ri, rj)])
-            fd = self._open_regular(shard)
-            try:
-                data = os.pread(fd, nbytes, offset)
-            finally:
-                os.close(fd)
+            data = bytes(self._files.read_range(shard, offset, nbytes))
             if len(data) != nbytes:
                 raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) is truncated", [(ri, rj)])
             return data
         except FileNotFoundError as exc:
             raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) is missing", [(ri, rj)]) from exc
+        except StorageUnavailable:
+            raise
         except OSError as exc:  # a folder or FIFO where the record should be, EIO, ...
             raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) is unreadable ({exc.strerror or exc})",
                                 [(ri, rj)]) from exc
@@ -509,15 +584,11 @@ class Table:
             return index
         k = self.header.shard_records
         size = k * 16 + 4
-        fd = self._open_regular(shard)
-        try:
-            end = os.fstat(fd).st_size
-            if end < size:
-                raise RecordCorrupt(f"{self.name}: shard ({ri}, {sj}) of {array} is truncated",
-                                    [(ri, sj * k + jj) for jj in range(k)])
-            raw = os.pread(fd, size, end - size)
-        finally:
-            os.close(fd)
+        end = self._files.size(shard)
+        if end < size:
+            raise RecordCorrupt(f"{self.name}: shard ({ri}, {sj}) of {array} is truncated",
+                                [(ri, sj * k + jj) for jj in range(k)])
+        raw = bytes(self._files.read_range(shard, end - size, size))
         if google_crc32c.value(raw[:-4]) != int.from_bytes(raw[-4:], "little"):
             raise RecordCorrupt(f"{self.name}: shard index ({ri}, {sj}) of {array} fails its checksum",
                                 [(ri, sj * k + jj) for jj in range(k)])
@@ -563,11 +634,23 @@ class Table:
         self._check_array(array)
         i0, i1, j0, j1 = h.block_points(block)
         out = np.empty((i1 - i0, j1 - j0) + ((NFIELDS,) if array == "points" else ()), dtype="<f8")
-        for ri, rj in block.records():
-            rec = self._decode(array, ri, rj, self._read_encoded(array, ri, rj))
+        keys = list(block.records())
+        for (ri, rj), rec in zip(keys, self.read_records(keys, array)):
             a, b = ri * h.u_pts - i0, rj * h.v_pts - j0
             out[a:a + rec.shape[0], b:b + rec.shape[1]] = rec
         return out
+
+    def read_records(self, records: Sequence[tuple[int, int]], array: str = "points") -> list[np.ndarray]:
+        """Records ``(ri, rj)`` (inside the grid: checked by the caller) as :meth:`read_record`
+        gives them. On object storage they are fetched concurrently (a request each: a 3 x 3
+        window then costs about one round trip instead of nine)."""
+        def one(key: tuple[int, int]) -> np.ndarray:
+            return self._decode(array, key[0], key[1], self._read_encoded(array, key[0], key[1]))
+        if self.remote and len(records) > 1:
+            from surfacestore import objects
+
+            return list(objects.read_pool().map(one, records))
+        return [one(key) for key in records]
 
     def _check_array(self, array: str) -> None:
         if array != "points" and array not in self.header.extras:
@@ -577,7 +660,11 @@ class Table:
         """The table as a read-only ``zarr.Group`` (the reference reader)."""
         import zarr
 
-        return zarr.open_group(self.path, mode="r")
+        from surfacestore import objects
+
+        if self.remote:
+            return zarr.open_group(objects.zarr_store(self.location), mode="r")
+        return zarr.open_group(self.location, mode="r")
 
 
 def tune_allocator(threshold_bytes: int = 256 * 2**20) -> bool:
@@ -622,15 +709,25 @@ class TableWriter:
     hashing and writing, which run in a background thread.
     """
 
-    def __init__(self, path: Path, header: Header, overwrite: bool) -> None:
+    def __init__(self, location: str, header: Header, overwrite: bool) -> None:
         import zarr
         from zarr.codecs import BytesCodec
 
-        self.path = path
+        from surfacestore import objects
+
+        self.location = location
         self.header = header
         self._overwrite = overwrite
-        _remove_stale(path)
-        self._tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        name = Path(location).name
+        if objects.is_object_url(location):
+            # staged in a local temporary folder, then uploaded (objects.publish: metadata last)
+            self._staging: Path | None = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-"))
+            self._tmp = self._staging / name
+        else:
+            path = Path(location)
+            _remove_stale(path)
+            self._staging = None
+            self._tmp = path.parent / f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         h = header
         shards = None
         if h.shard_records:
@@ -661,7 +758,7 @@ class TableWriter:
         self._done = False
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=2)
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._drain, name=f"write-{path.name}", daemon=True)
+        self._thread = threading.Thread(target=self._drain, name=f"write-{name}", daemon=True)
         self._thread.start()
 
     def __enter__(self) -> TableWriter:
@@ -800,23 +897,29 @@ class TableWriter:
                               bbox=(tuple(self._lo.tolist()), tuple(self._hi.tolist())), rmax=self._rmax,
                               created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
         self._group.attrs["surface"] = self.header.to_dict()
-        old = None
-        if self.path.exists():
+        if self._staging is not None:
+            from surfacestore import objects
+
+            objects.publish(self._tmp, self.location, self._overwrite)
+            self.abort()  # the staging folder
+            return Table(self.location)
+        path, old = Path(self.location), None
+        if path.exists():
             if not self._overwrite:
-                raise TableExists(f"{self.path} exists (use overwrite)")
-            old = self.path.parent / f".{self.path.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-            os.rename(self.path, old)
-        os.rename(self._tmp, self.path)
+                raise TableExists(f"{path} exists (use overwrite)")
+            old = path.parent / f".{path.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            os.rename(path, old)
+        os.rename(self._tmp, path)
         self._done = True
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
-        return Table(self.path)
+        return Table(path)
 
     def abort(self) -> None:
         """Remove everything written so far."""
         self._done = True
         self._stop()
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        shutil.rmtree(self._staging or self._tmp, ignore_errors=True)
 
 
 def _remove_stale(path: Path) -> None:
@@ -866,7 +969,8 @@ def create_table(path: str | os.PathLike[str], *, u_npts: int, v_npts: int, u_pt
                  u0: float, v0: float, du: float, dv: float, source: Mapping[str, Any] | None = None,
                  codec: str = DEFAULT_CODEC, shard: int | str = "auto", normal_sign: int = 1,
                  extras: Sequence[str] = (), overwrite: bool = False) -> TableWriter:
-    """Start writing a table at ``path`` (a folder, conventionally ``NAME.zarr``).
+    """Start writing a table at ``path`` (a folder, conventionally ``NAME.zarr``, or an
+    ``s3://BUCKET/PREFIX/NAME.zarr`` prefix: see :mod:`surfacestore.objects`).
 
     Parameters
     ----------
@@ -877,8 +981,11 @@ def create_table(path: str | os.PathLike[str], *, u_npts: int, v_npts: int, u_pt
         more than 4096 records, about 16 MB per shard).
     normal_sign : +1 if ``n = tu x tv / |tu x tv|``, -1 if the outward side is the other one.
     """
-    path = Path(path)
-    validate_table_name(table_name(path))
+    from surfacestore import objects
+
+    location = os.fspath(path)
+    remote = objects.is_object_url(location)
+    validate_table_name(table_name(location))
     if codec not in CODECS:
         raise ValueError(f"unknown codec {codec!r}; choose one of {', '.join(CODECS)}")
     if u_npts < 2 or v_npts < 2:
@@ -893,8 +1000,8 @@ def create_table(path: str | os.PathLike[str], *, u_npts: int, v_npts: int, u_pt
         validate_table_name(e)
         if e == "points":
             raise ValueError("'points' is not a valid extra field name")
-    if path.exists() and not overwrite:
-        raise TableExists(f"output {path} exists (use --overwrite to replace it)")
+    if not overwrite and (objects.exists(location) if remote else Path(location).exists()):
+        raise TableExists(f"output {location} exists (use --overwrite to replace it)")
     n_rec_u, n_rec_v = -(-u_npts // u_pts), -(-v_npts // v_pts)
     k = _auto_shard(u_pts, v_pts, n_rec_u, n_rec_v) if shard == "auto" else int(shard)
     if k < 0:
@@ -903,8 +1010,9 @@ def create_table(path: str | os.PathLike[str], *, u_npts: int, v_npts: int, u_pt
     header = Header(u_npts=u_npts, v_npts=v_npts, u_pts=u_pts, v_pts=v_pts, u0=float(u0), v0=float(v0),
                     du=float(du), dv=float(dv), source=dict(source or {}), codec=codec, shard_records=k,
                     normal_sign=normal_sign, extras=tuple(extras))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return TableWriter(path, header, overwrite)
+    if not remote:
+        Path(location).parent.mkdir(parents=True, exist_ok=True)
+    return TableWriter(location, header, overwrite)
 
 
 # -- verification ---------------------------------------------------------------------------------

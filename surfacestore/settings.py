@@ -17,7 +17,8 @@ ENV_PREFIX = "SURFACESTORE_"
 class Settings:
     """Store settings.
 
-    root: folder holding the tables (``NAME.zarr``); host/port: where to listen (loopback by
+    root: folder holding the tables (``NAME.zarr``), or an ``s3://BUCKET/PREFIX`` (object storage,
+    see :mod:`surfacestore.objects`); host/port: where to listen (loopback by
     default); workers: server processes; cache_mb: size of each process' record cache in MiB;
     max_block_records and max_block_mb: the most records, and the most MiB of body, one block or
     window request may return (413 beyond either); token: when set, every endpoint but health
@@ -30,7 +31,7 @@ class Settings:
     an idle keep-alive connection stays open.
     """
 
-    root: Path = Path("tables")
+    root: Path | str = Path("tables")
     host: str = "127.0.0.1"
     port: int = 8000
     workers: int = 1
@@ -76,9 +77,14 @@ class Settings:
                 if getattr(self, f.name) is not None}
 
 
+def parse_root(raw: str) -> Path | str:
+    """A root as given: an ``s3://`` location stays a string (a Path would fold its ``//``)."""
+    return raw if raw.startswith("s3://") else Path(raw)
+
+
 def _convert(name: str, raw: str) -> Any:
     if name == "root":
-        return Path(raw)
+        return parse_root(raw)
     if name in ("port", "workers", "max_block_records", "limit_concurrency"):
         return int(raw)
     if name in ("cache_mb", "max_block_mb", "max_header_kb", "header_timeout", "timeout_keep_alive"):

@@ -21,7 +21,15 @@ def test_compose_structure():
     assert "tables" in c["volumes"]
     assert "tables:/tables:ro" in store["volumes"] and "tables:/tables" in job["volumes"]
     assert store["depends_on"]["build-tables"]["condition"] == "service_completed_successfully"
-    assert store["ports"] == ["127.0.0.1:8000:8000"]  # published on loopback only
+    assert store["deploy"]["replicas"] >= 2 and "ports" not in store  # replicas reached through the proxy only
+    proxy = c["services"]["proxy"]
+    assert proxy["image"].startswith("nginx:")
+    assert "./deploy/nginx.conf:/etc/nginx/nginx.conf:ro" in proxy["volumes"]
+    assert proxy["ports"] == ["127.0.0.1:8000:80"]  # published on loopback only
+    assert proxy["depends_on"]["store"]["condition"] == "service_healthy"
+    assert "/v1/health" in " ".join(proxy["healthcheck"]["test"])
+    conf = (ROOT / "deploy" / "nginx.conf").read_text()
+    assert "server store:8000" in conf and "proxy_pass http://store;" in conf  # every replica behind one name
     hc = store["healthcheck"]
     assert hc["test"][0] == "CMD" and "/v1/health" in " ".join(hc["test"])
     assert job["command"][0] == "preprocess" and store["command"][0] == "surfacestore"

@@ -5,19 +5,22 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from typing import Self
 from pathlib import Path
 
 import httpx
 
 from simclient.errors import ServiceError
 
-__all__ = ["free_port", "ServerProcess", "StoreProcess", "serve", "serve_store"]
+__all__ = ["free_port", "ServerProcess", "StoreProcess", "S3Server", "NginxProxy", "find_nginx", "aws_environment",
+           "serve", "serve_store"]
 
 
 def free_port() -> int:
@@ -29,12 +32,13 @@ def free_port() -> int:
 
 class ServerProcess:
     """A server command run with ``--port PORT`` appended, on loopback; ready once
-    ``GET /v1/health`` answers 200. ``url`` is its base URL. Can be stopped and started again on
-    the same port (a restart)."""
+    ``GET health`` (default ``/v1/health``) answers 200. ``url`` is its base URL. Can be stopped
+    and started again on the same port (a restart)."""
 
     def __init__(self, command: Sequence[str], *, port: int | None = None, env: dict[str, str] | None = None,
-                 start: bool = True, timeout: float = 30.0) -> None:
+                 start: bool = True, timeout: float = 30.0, health: str = "/v1/health") -> None:
         self.command = [*command]
+        self.health = health
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, **(env or {})}
@@ -66,7 +70,7 @@ class ServerProcess:
                 raise ServiceError(f"{' '.join(self.command)} exited with status {self.proc.returncode}: "
                                    f"{self.log_tail()}")
             try:
-                if httpx.get(self.url + "/v1/health", timeout=1).status_code == 200:
+                if httpx.get(self.url + self.health, timeout=1).status_code == 200:
                     return
             except httpx.TransportError:
                 pass
@@ -83,7 +87,7 @@ class ServerProcess:
                 self.proc.kill()
                 self.proc.wait()
 
-    def __enter__(self) -> ServerProcess:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -91,12 +95,108 @@ class ServerProcess:
 
 
 class StoreProcess(ServerProcess):
-    """``surfacestore serve --root ROOT ARGS...`` on loopback (log level ``warning``)."""
+    """``surfacestore serve --root ROOT ARGS...`` on loopback (log level ``warning``); ``root`` a
+    folder or an ``s3://`` prefix."""
 
     def __init__(self, root: str | os.PathLike[str], *args: str, port: int | None = None, start: bool = True) -> None:
-        self.root = Path(root)
         super().__init__([sys.executable, "-m", "surfacestore.cli", "serve", "--root", str(root), "--log-level",
                           "warning", *args], port=port, start=start)
+
+
+class S3Server(ServerProcess):
+    """A local S3 API (``moto.server``, from the test extras) with one bucket; :meth:`aws_env` gives
+    the AWS environment variables that point obstore (and so ``s3://`` tables) at it."""
+
+    def __init__(self, bucket: str = "tables", *, port: int | None = None) -> None:
+        try:
+            import boto3
+            import moto  # noqa: F401
+        except ImportError:
+            raise ServiceError("a local S3 server needs moto[server] (pip install -e '.[test]')") from None
+        super().__init__([sys.executable, "-m", "moto.server", "-H", "127.0.0.1"], port=port, health="/moto-api/")
+        self.bucket = bucket
+        boto3.client("s3", endpoint_url=self.url, aws_access_key_id="test", aws_secret_access_key="test",
+                     region_name="us-east-1").create_bucket(Bucket=bucket)
+
+    def aws_env(self, timeout_s: float = 10.0) -> dict[str, str]:
+        return {"AWS_ENDPOINT_URL": self.url, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                "AWS_REGION": "us-east-1", "SURFACESTORE_S3_TIMEOUT": f"{timeout_s:g}"}
+
+
+@contextlib.contextmanager
+def aws_environment(env: dict[str, str]) -> Iterator[None]:
+    """Set ``env`` in this process for the block (the ``s3://`` clients are rebuilt on both sides)."""
+    from surfacestore import objects
+
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    objects.reset_clients()
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        objects.reset_clients()
+
+
+NGINX_CONF = Path(__file__).resolve().parents[2] / "deploy" / "nginx.conf"
+
+
+def find_nginx() -> str | None:
+    """The nginx executable, if installed."""
+    return shutil.which("nginx") or shutil.which("/usr/sbin/nginx")
+
+
+class NginxProxy:
+    """``deploy/nginx.conf`` (the compose file's proxy) run here in front of ``upstreams`` (base
+    URLs of local stores), on a free loopback port; ``url`` is its base URL."""
+
+    def __init__(self, upstreams: Sequence[str], *, workers: int = 2, timeout: float = 30.0) -> None:
+        nginx = find_nginx()
+        if nginx is None:
+            raise ServiceError("nginx is not installed (Debian: apt-get install nginx-light)")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.dir = tempfile.TemporaryDirectory()
+        d = Path(self.dir.name)
+        conf = NGINX_CONF.read_text()
+        conf = conf.replace("server store:8000 max_fails=2 fail_timeout=5s;", "\n".join(
+            f"server {u.removeprefix('http://')} max_fails=2 fail_timeout=5s;" for u in upstreams))
+        conf = conf.replace("listen 80;", f"listen 127.0.0.1:{self.port};")
+        conf = conf.replace("worker_processes auto;", f"worker_processes {workers};\npid {d}/nginx.pid;" +
+                            ("\nuser root;" if os.geteuid() == 0 else ""))
+        (d / "nginx.conf").write_text(conf)
+        (d / "logs").mkdir()
+        self.proc = subprocess.Popen([nginx, "-p", str(d), "-c", str(d / "nginx.conf"), "-g",
+                                      "daemon off; error_log stderr;"], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                err = self.proc.stderr.read(2000) if self.proc.poll() is not None and self.proc.stderr else b""
+                self.stop()
+                raise ServiceError(f"nginx did not start: {err.decode(errors='replace')}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        self.dir.cleanup()
+
+    def __enter__(self) -> NginxProxy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ import numpy as np
 from simclient.bench._server import serve, serve_store
 from simclient.io import HttpSource, KeepAliveTransport, LocalSource, load_npy
 
-__all__ = ["run", "report", "bare_app"]
+__all__ = ["run", "report", "bare_app", "latency", "throughput"]
 
 
 def bare_app() -> Any:
@@ -52,7 +52,7 @@ def bare_app() -> Any:
     return app
 
 
-def _latency(fns: dict[str, Callable[[], Any]], n: int) -> dict[str, dict[str, float]]:
+def latency(fns: dict[str, Callable[[], Any]], n: int) -> dict[str, dict[str, float]]:
     """p50/p99 of each function, calls interleaved so that all see the same machine noise."""
     for _ in range(min(50, n)):  # warm up (caches, connections)
         for fn in fns.values():
@@ -70,7 +70,12 @@ def _latency(fns: dict[str, Callable[[], Any]], n: int) -> dict[str, dict[str, f
     return out
 
 
-def _throughput(url: str, name: str, n_rec: tuple[int, int], clients: int, seconds: float) -> dict[str, float]:
+def throughput(url: str | list[str], name: str, n_rec: tuple[int, int], clients: int,
+               seconds: float) -> dict[str, float]:
+    """Windows/s and MB/s of ``clients`` threads, each on its own keep-alive connection, fetching
+    random 3 x 3 windows of table ``name`` for ``seconds``; with several base URLs (replicas),
+    client ``k`` uses ``url[k % len(url)]``."""
+    urls = [url] if isinstance(url, str) else url
     counts = [0] * clients
     nbytes = [0] * clients
 
@@ -79,8 +84,9 @@ def _throughput(url: str, name: str, n_rec: tuple[int, int], clients: int, secon
         transport = KeepAliveTransport()  # each client its own connection, as separate simulations
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
+            ri, rj = rng.integers(n_rec[0]), rng.integers(n_rec[1])
             r = transport.handle_request(httpx.Request(
-                "GET", f"{url}/v1/surfaces/{name}/window?ri={rng.integers(n_rec[0])}&rj={rng.integers(n_rec[1])}&wu=3&wv=3"))
+                "GET", f"{urls[k % len(urls)]}/v1/surfaces/{name}/window?ri={ri}&rj={rj}&wu=3&wv=3"))
             r.read()
             r.raise_for_status()
             counts[k] += 1
@@ -131,20 +137,20 @@ def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | Non
                        "local": lambda: locals_[table].read_block(*blk),
                        "bare_endpoint": lambda: load_npy(transport.handle_request(bare_request).read()),
                        "httpx_client": lambda: load_npy(client.get(block_url).content)}
-                row: dict[str, Any] = {"bytes": expect.nbytes, **_latency(fns, n)}
+                row: dict[str, Any] = {"bytes": expect.nbytes, **latency(fns, n)}
             if case == "window_3x3_81":
                 def separate() -> None:
                     for ri in range(ri0, ri1):
                         for rj in range(rj0, rj1):
                             sources[table].read_block(ri, ri + 1, rj, rj + 1)
-                row["separate_requests"] = _latency({"s": separate}, max(50, n // 4))["s"]
+                row["separate_requests"] = latency({"s": separate}, max(50, n // 4))["s"]
                 row["ratio_to_bare"] = row["http"]["p50_ms"] / row["bare_endpoint"]["p50_ms"]
                 row["speedup_vs_separate"] = row["separate_requests"]["p50_ms"] / row["http"]["p50_ms"]
             out["latency"][case] = row
         h = local_ground.header
         for clients in (1, 8, 32):
             say(f"throughput {clients} clients")
-            out["throughput"].append(_throughput(url, "ground", (h.n_rec_u, h.n_rec_v), clients, seconds))
+            out["throughput"].append(throughput(url, "ground", (h.n_rec_u, h.n_rec_v), clients, seconds))
         client.close()
         transport.close()
     return out

@@ -53,6 +53,23 @@ _DESCRIPTIONS = {
 
 
 @jit
+def iterate_left(ip_i: np.ndarray, fp_i: np.ndarray, ip_j: np.ndarray, fp_j: np.ndarray, x: np.ndarray) -> int:
+    """The status of an iterate ``x = (u_i, v_i, u_j, v_j)`` outside a table or a window
+    (tables first: no window can hold it), or -1 while it lies inside both windows."""
+    wi = locate(ip_i, fp_i, x[0], x[1])
+    wj = locate(ip_j, fp_j, x[2], x[3])
+    if wi == OUTSIDE_TABLE:
+        return LEFT_TABLE_I
+    if wj == OUTSIDE_TABLE:
+        return LEFT_TABLE_J
+    if wi == OUTSIDE_WINDOW:
+        return LEFT_WINDOW_I
+    if wj == OUTSIDE_WINDOW:
+        return LEFT_WINDOW_J
+    return -1
+
+
+@jit
 def _rot(R: np.ndarray, x: np.ndarray, o: int, out: np.ndarray, p: int) -> None:
     for r in range(3):
         out[p + r] = R[r, 0] * x[o] + R[r, 1] * x[o + 1] + R[r, 2] * x[o + 2]
@@ -252,19 +269,9 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
             x[r] = xn[r]
             F[r] = Fn[r]
         f2 = fn2
-        wi = locate(ip_i, fp_i, x[0], x[1])
-        wj = locate(ip_j, fp_j, x[2], x[3])
-        if wi == OUTSIDE_TABLE:
-            status = LEFT_TABLE_I
-            break
-        if wj == OUTSIDE_TABLE:
-            status = LEFT_TABLE_J
-            break
-        if wi == OUTSIDE_WINDOW:
-            status = LEFT_WINDOW_I
-            break
-        if wj == OUTSIDE_WINDOW:
-            status = LEFT_WINDOW_J
+        left = iterate_left(ip_i, fp_i, ip_j, fp_j, x)
+        if left >= 0:
+            status = left
             break
         if lam * m < tol or math.sqrt(fn2) < tol:
             status = CONVERGED

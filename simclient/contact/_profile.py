@@ -23,11 +23,12 @@ import math
 
 import numpy as np
 
-from simclient.contact._newton import CONVERGED, LEFT_TABLE_I, LEFT_TABLE_J, LEFT_WINDOW_I, LEFT_WINDOW_J
+from simclient.contact._newton import CONVERGED
 from simclient.contact._newton import NEEDS_UPDATE, NORMALS_ALIGNED, NOT_CONVERGED, SINGULAR, ContactStatus
+from simclient.contact._newton import iterate_left
 from simclient.contact._point import Contact, ContactPair
 from simclient.errors import ParameterError
-from simclient.geometry import OUTSIDE_TABLE, OUTSIDE_WINDOW, StorageWindow, evaluate, jit, locate
+from simclient.geometry import StorageWindow, evaluate, jit
 from simclient.geometry import layout as L
 
 __all__ = ["ProfilePair", "CirclePair", "planar_pose"]
@@ -114,9 +115,7 @@ def solve_profile_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray
         fn2 = f2
         for _ in range(7):
             x[0], x[2] = x0 + lam * s0, x2 + lam * s1
-            wi = locate(ip_i, fp_i, x[0], x[1])
-            wj = locate(ip_j, fp_j, x[2], x[3])
-            if wi != 0 or wj != 0:
+            if iterate_left(ip_i, fp_i, ip_j, fp_j, x) >= 0:
                 break
             _curve(buf_i, ip_i, fp_i, x[0], x[1], mode, R_i, c_i, ev, gi)
             _curve(buf_j, ip_j, fp_j, x[2], x[3], mode, R_j, c_j, ev, gj)
@@ -126,19 +125,9 @@ def solve_profile_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray
             if fn2 < f2 or lam * m < tol:
                 break
             lam *= 0.5
-        wi = locate(ip_i, fp_i, x[0], x[1])
-        wj = locate(ip_j, fp_j, x[2], x[3])
-        if wi == OUTSIDE_TABLE:
-            status = LEFT_TABLE_I
-            break
-        if wj == OUTSIDE_TABLE:
-            status = LEFT_TABLE_J
-            break
-        if wi == OUTSIDE_WINDOW:
-            status = LEFT_WINDOW_I
-            break
-        if wj == OUTSIDE_WINDOW:
-            status = LEFT_WINDOW_J
+        left = iterate_left(ip_i, fp_i, ip_j, fp_j, x)
+        if left >= 0:
+            status = left
             break
         f2 = fn2
         if lam * m < tol or math.sqrt(f2) < tol:

@@ -25,6 +25,11 @@ __all__ = ["METHODS", "RK4", "solver_class", "integrate", "simulate", "Simulatio
 
 #: restarts of a segment with smaller steps after a failed contact detection (see :func:`simulate`)
 MAX_RETRIES = 3
+#: half-width (m) of the band around a zero gap that an event must cross: the state at an event is
+#: put at the root, where the gap can be exactly zero, and an event function that starts at zero
+#: would fire again at once (scipy counts a zero as a crossing), switching the contact back and
+#: forth without time advancing
+EVENT_HYSTERESIS = 1e-12
 
 
 class RK4(OdeSolver):
@@ -189,11 +194,14 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
     status, message = 0, "finished"
 
     def make_event(c: Any) -> Callable[[float, np.ndarray], float]:
+        # an onset is the gap falling through -EVENT_HYSTERESIS, a separation it rising through +
+        side = 1.0 if c.active else -1.0
+
         def ev(tt: float, yy: np.ndarray) -> float:
             system.set_state(yy)
-            return system.gap(c)
+            return system.gap(c) - side * EVENT_HYSTERESIS
         ev.terminal = True  # type: ignore[attr-defined]
-        ev.direction = 1.0 if c.active else -1.0  # type: ignore[attr-defined]
+        ev.direction = side  # type: ignore[attr-defined]
         return ev
 
     def switch(c: Any, tt: float, yy: np.ndarray) -> None:

@@ -13,14 +13,13 @@ All sources return identical data for the same table.
 - :class:`CountingSource` wraps any source and counts requests, records, bytes and waiting time.
 
 ``open_surface(location)`` picks the source from the location: an ``http(s)://`` URL of a table
-(``http://host:port/v1/surfaces/NAME``) or a local table path.
+(``http://host:port/v1/surfaces/NAME``), an ``s3://`` table, or a local table path.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import httpx
@@ -36,7 +35,14 @@ from simclient.errors import (
 )
 from simclient.io._npy import load_npy
 from simclient.io._transport import KeepAliveTransport
-from surfacestore.errors import RecordOutOfRange, SurfaceStoreError, TableCorrupt, TableNotFound, UnknownField
+from surfacestore.errors import (
+    RecordOutOfRange,
+    StorageUnavailable,
+    SurfaceStoreError,
+    TableCorrupt,
+    TableNotFound,
+    UnknownField,
+)
 from surfacestore.format import Header, RecordBlock, Table
 
 __all__ = ["Source", "LocalSource", "HttpSource", "MemorySource", "CountingSource", "open_surface", "read_field"]
@@ -65,9 +71,8 @@ def read_field(source: Source, array: str) -> np.ndarray:
 
 
 class LocalSource:
-    """A table read directly from disk."""
-
-    remote = False
+    """A table read directly, without a store: a folder, or an ``s3://BUCKET/PREFIX/NAME.zarr``
+    prefix on object storage (then ``remote``: every read is a request)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         try:
@@ -76,10 +81,13 @@ class LocalSource:
             raise SourceNotFound(str(exc)) from None
         except TableCorrupt as exc:
             raise SourceCorrupt(str(exc)) from None
+        except StorageUnavailable as exc:
+            raise SourceUnavailable(str(exc)) from None
         except SurfaceStoreError as exc:
             raise SourceError(str(exc)) from exc
         self.name = self._table.name
         self.header = self._table.header
+        self.remote = self._table.remote
 
     def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int, array: str = "points") -> np.ndarray:
         # the table's errors are translated here: callers see only simclient's error tree
@@ -89,6 +97,8 @@ class LocalSource:
             raise SourceRequestError(f"{self.name}: {exc}") from None
         except TableCorrupt as exc:
             raise SourceCorrupt(f"{self.name}: records [{ri0}, {ri1}) x [{rj0}, {rj1}): {exc}") from None
+        except StorageUnavailable as exc:
+            raise SourceUnavailable(f"{self.name}: records [{ri0}, {ri1}) x [{rj0}, {rj1}): {exc}") from None
         except (SurfaceStoreError, OSError) as exc:
             raise SourceError(f"{self.name}: records [{ri0}, {ri1}) x [{rj0}, {rj1}): {exc}") from exc
 
@@ -96,7 +106,7 @@ class LocalSource:
         self._table.close()
 
     def __repr__(self) -> str:
-        return f"LocalSource({str(self._table.path)!r})"
+        return f"LocalSource({self._table.location!r})"
 
 
 class MemorySource:
@@ -259,8 +269,10 @@ class CountingSource:
 
 
 def open_surface(location: str | os.PathLike[str], **kwargs: Any) -> Source:
-    """Open a table: an HTTP(S) URL of a table on a store, or a local table path."""
+    """Open a table: an HTTP(S) URL of a table on a store, an ``s3://BUCKET/PREFIX/NAME.zarr``
+    table on object storage (read directly, credentials and endpoint from the AWS environment
+    variables), or a local table path."""
     loc = os.fspath(location)
     if loc.startswith(("http://", "https://")):
         return HttpSource(loc, **kwargs)
-    return LocalSource(Path(loc))
+    return LocalSource(loc)

@@ -32,8 +32,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from simclient.errors import ParameterError
+from simclient.errors import ParameterError, SourceUnavailable
 from simclient.io import Source, open_surface
+from surfacestore.format import table_location
 
 __all__ = ["Scenario", "Summary", "Tables", "param", "extent_param", "check_choices", "SCENARIOS", "get_scenario",
            "locate", "extent", "Progress"]
@@ -90,38 +91,61 @@ def _finite(kind: type) -> Callable[[str], Any]:
 
 
 def locate(name: str, store: str | None = None, tables: str | os.PathLike[str] | None = None) -> str:
-    """Location of table ``name``: on a store (``store``, its base URL) or in a folder
-    (``tables``, default ``tables`` in the current directory)."""
+    """Location of table ``name``: on a store (``store``, its base URL) or in a folder or under an
+    ``s3://`` prefix (``tables``, default ``tables`` in the current directory)."""
     if store:
         return f"{store.rstrip('/')}/v1/surfaces/{name}"
-    return str(Path(tables if tables is not None else "tables") / f"{name}.zarr")
+    return table_location(tables if tables is not None else "tables", name)
 
 
 @dataclass(frozen=True)
 class Tables:
     """Where a run finds its tables: a store's base URL (``store``) or a folder (``folder``), a
     bearer ``token`` for the store, and per-role ``overrides`` (a table name, or a location: an
-    ``http(s)://`` URL or a path)."""
+    ``http(s)://`` URL or a path).
+
+    ``store`` may list replicas of one store, comma-separated (``http://a:8000,http://b:8000``):
+    each process reads from one of them, chosen by its process id so that a sweep's workers spread
+    over the replicas (client-side round robin, no proxy needed), and :meth:`open` falls over to
+    the next replica when one does not answer."""
 
     store: str | None = None
     folder: str | os.PathLike[str] | None = None
     token: str | None = None
     overrides: dict[str, str] = field(default_factory=dict)
 
-    def location(self, role: str, default: str) -> str:
-        """The location of the table playing ``role`` (default table name ``default``)."""
+    def replicas(self) -> list[str]:
+        """The store's replicas, this process's first (empty without a store)."""
+        bases = [b.strip() for b in (self.store or "").split(",") if b.strip()]
+        k = os.getpid() % len(bases) if bases else 0
+        return bases[k:] + bases[:k]
+
+    def location(self, role: str, default: str, replica: int = 0) -> str:
+        """The location of the table playing ``role`` (default table name ``default``), on the
+        ``replica``-th of :meth:`replicas` when it is on a store."""
         value = self.overrides.get(role) or default
         if value.startswith(("http://", "https://")) or "/" in value or value.endswith(".zarr"):
             return value
-        return locate(value, self.store, self.folder)
+        bases = self.replicas()
+        return locate(value, bases[replica % len(bases)] if bases else None, self.folder)
 
     def source_kwargs(self) -> dict[str, Any]:
         return {"token": self.token} if self.token else {}
 
     def open(self, role: str, default: str) -> Source:
-        """Open the table playing ``role``."""
-        location = self.location(role, default)
-        return open_surface(location, **(self.source_kwargs() if location.startswith("http") else {}))
+        """Open the table playing ``role`` (on a store with replicas: the first that answers)."""
+        tries = max(1, len(self.replicas()))
+        for k in range(tries):
+            location = self.location(role, default, k)
+            kwargs = self.source_kwargs() if location.startswith("http") else {}
+            if k < tries - 1:
+                kwargs["retries"] = 1  # another replica is there: do not wait out a restart
+            try:
+                return open_surface(location, **kwargs)
+            except SourceUnavailable:
+                if k == tries - 1:
+                    raise
+        raise AssertionError("unreachable")
 
 
 @dataclass

@@ -1,0 +1,272 @@
+"""Parameter sweeps of any scenario on Dask distributed (``simclient sweep SPEC.toml``).
+
+A sweep specification (TOML)::
+
+    scenario = "bouncing-ball"        # any registered scenario
+    [fixed]                           # parameters shared by every run
+    t_end = 0.12
+    [grid]                            # cartesian product
+    law = ["hertz", "flores"]
+    cr = [0.5, 0.9]
+    [sample]                          # optional Monte Carlo: n draws per grid point
+    n = 4
+    seed = 1
+    K = {uniform = [4e9, 6e9]}        # or normal = [mean, sd], or choice = [a, b, ...]
+    [output]                          # optional: the summary keys kept per run (default: every scalar)
+    keys = ["max_indentation_m"]
+
+Every run is one Dask task: it opens its own tables (the store's URL or the tables' folder travel
+as a :class:`Tables`, never arrays), runs the scenario and returns its summary's scalar values. A
+run that raises is recorded with its parameters and error and the others go on; a task whose
+worker dies is run again elsewhere (Dask's retries). The rows (parameters and summary keys per
+run, in the order of the specification) go to ``DIR/sweep.csv`` and ``DIR/sweep.zarr`` (one array
+per column), with a plot per swept parameter.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import time
+import tomllib
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simclient.errors import ParameterError
+from simclient.scenarios._base import Tables, check_choices, get_scenario
+
+__all__ = ["SweepSpec", "load_sweep", "run_sweep", "cluster"]
+
+SECTIONS = {"scenario", "fixed", "grid", "sample", "output"}
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A parsed sweep: the scenario, its fixed parameters, the grid (name -> values), the Monte
+    Carlo draws (``n`` per grid point, ``seed``, name -> distribution) and the kept keys."""
+
+    scenario: str
+    fixed: dict[str, Any] = field(default_factory=dict)
+    grid: dict[str, list[Any]] = field(default_factory=dict)
+    n: int = 0
+    seed: int = 0
+    sample: dict[str, dict[str, Any]] = field(default_factory=dict)
+    keys: list[str] | None = None
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Every run's parameters: the grid's product, each with ``n`` draws (if any), over ``fixed``."""
+        names = list(self.grid)
+        points = [dict(zip(names, values)) for values in itertools.product(*self.grid.values())] or [{}]
+        if not self.sample:
+            return [{**self.fixed, **p} for p in points]
+        rng = np.random.default_rng(self.seed)
+        out = []
+        for p in points:
+            for _ in range(self.n):
+                draw = {k: _draw(rng, k, d) for k, d in self.sample.items()}
+                out.append({**self.fixed, **p, **draw})
+        return out
+
+    @property
+    def swept(self) -> list[str]:
+        return [*self.grid, *self.sample]
+
+
+def _draw(rng: np.random.Generator, name: str, dist: dict[str, Any]) -> Any:
+    (kind, args), = dist.items()
+    if kind == "uniform":
+        return float(rng.uniform(*args))
+    if kind == "normal":
+        return float(rng.normal(*args))
+    if kind == "choice":
+        return args[int(rng.integers(len(args)))]
+    raise ParameterError(f"sweep: [sample] {name}: unknown distribution {kind!r}; use uniform, normal or choice")
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    """Read and check a sweep specification: an unknown scenario, section or parameter, a grid
+    that is not a list, a bad distribution or parameter value is a :class:`ParameterError` naming it."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ParameterError(f"sweep {path}: cannot read it: {exc}") from None
+    unknown = set(raw) - SECTIONS
+    if unknown:
+        raise ParameterError(f"sweep {path}: unknown section(s) {sorted(unknown)}; use {sorted(SECTIONS)}")
+    if "scenario" not in raw:
+        raise ParameterError(f"sweep {path}: no scenario named (scenario = \"NAME\")")
+    cls = get_scenario(raw["scenario"])
+    known = {f.name for f in fields(cls.Params) if "help" in f.metadata}
+    fixed, grid, sample = raw.get("fixed", {}), raw.get("grid", {}), dict(raw.get("sample", {}))
+    n, seed = int(sample.pop("n", 1 if sample else 0)), int(sample.pop("seed", 0))
+    for section, names in (("fixed", fixed), ("grid", grid), ("sample", sample)):
+        bad = set(names) - known
+        if bad:
+            raise ParameterError(f"sweep {path}: [{section}] unknown {cls.name} parameter(s) {sorted(bad)}; "
+                                 f"choose from {', '.join(sorted(known))}")
+    for name, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise ParameterError(f"sweep {path}: [grid] {name} must be a non-empty list, got {values!r}")
+    for name, dist in sample.items():
+        if not (isinstance(dist, dict) and len(dist) == 1 and isinstance(next(iter(dist.values())), list)):
+            raise ParameterError(f"sweep {path}: [sample] {name} must be one distribution, e.g. "
+                                 f"{{uniform = [low, high]}}, got {dist!r}")
+    if sample and n < 1:
+        raise ParameterError(f"sweep {path}: [sample] n must be at least 1, got {n}")
+    keys = raw.get("output", {}).get("keys")
+    spec = SweepSpec(raw["scenario"], fixed, grid, n, seed, sample, keys)
+    for params in spec.runs()[:1] + [{**fixed, **dict(zip(grid, v))} for v in itertools.product(*grid.values())]:
+        _params(cls, params)  # every grid point's values are checked before anything runs
+    return spec
+
+
+def _params(cls: Any, params: dict[str, Any]) -> Any:
+    """The scenario's parameters from plain values (lists become tuples, as the dataclasses expect)."""
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
+    try:
+        return check_choices(cls.Params(**values), cls.name)
+    except TypeError as exc:
+        raise ParameterError(f"{cls.name}: {exc}") from None
+
+
+def _scalars(values: dict[str, Any], keys: list[str] | None) -> dict[str, Any]:
+    """The summary's scalar values (numbers, strings, booleans), or the ``keys`` asked for (lists
+    and tables as JSON text)."""
+    if keys is not None:
+        return {k: values.get(k) if _is_scalar(values.get(k)) else json.dumps(values.get(k), default=float)
+                for k in keys}
+    return {k: v for k, v in values.items() if _is_scalar(v) and k not in ("outputs",)}
+
+
+def _is_scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (bool, int, float, str, np.number))
+
+
+def run_one(scenario: str, params: dict[str, Any], tables: Tables, keys: list[str] | None) -> dict[str, Any]:
+    """One sweep task (in a worker): the run's scalar summary, or its error."""
+    cls = get_scenario(scenario)
+    try:
+        summary = cls().run(_params(cls, params), tables)
+    except Exception as exc:  # a failed run is a row of the sweep, not a failed sweep
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    out = _scalars(summary.values, keys)
+    if not summary.ok:
+        out["error"] = summary.get("message", "failed")
+    return out
+
+
+@contextmanager
+def cluster(scheduler: str) -> Iterator[Any]:
+    """A Dask client: ``local`` or ``local:N`` (a LocalCluster of N single-threaded worker
+    processes, default the CPUs) or ``tcp://HOST:PORT`` (an existing scheduler)."""
+    from distributed import Client, LocalCluster
+
+    if scheduler.startswith("tcp://"):
+        with Client(scheduler, timeout="20s") as client:
+            yield client
+        return
+    if scheduler != "local" and not scheduler.startswith("local:"):
+        raise ParameterError(f"sweep: --scheduler must be local, local:N or tcp://HOST:PORT, got {scheduler!r}")
+    try:
+        n = int(scheduler.split(":", 1)[1]) if ":" in scheduler else None
+    except ValueError:
+        raise ParameterError(f"sweep: --scheduler local:N needs a whole number of workers, got {scheduler!r}") from None
+    if n is not None and n < 1:
+        raise ParameterError(f"sweep: --scheduler local:N needs at least one worker, got {n}")
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc) as client:
+        yield client
+
+
+def run_sweep(spec: SweepSpec, tables: Tables, client: Any, *, out: Path | None = None,
+              progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Run every run of ``spec`` as a task on ``client`` (a Dask client); return the JSON summary
+    ``{"scenario", "runs", "failed", "wall_s", "rows"}`` and, with ``out``, save the table and plots.
+    Rows keep the specification's order; a failed run's row has its ``error``."""
+    from distributed import as_completed
+
+    runs = spec.runs()
+    t0 = time.perf_counter()
+    # keys unique to this sweep: a cluster hands back the result of a key it still holds, so keys
+    # reused by an earlier sweep on the same cluster would return that sweep's rows
+    tag = uuid.uuid4().hex[:12]
+    futures = [client.submit(run_one, spec.scenario, p, tables, spec.keys, key=f"{spec.scenario}-{tag}-{k}",
+                             retries=2, pure=False) for k, p in enumerate(runs)]
+    index = {f.key: k for k, f in enumerate(futures)}
+    results: list[dict[str, Any] | None] = [None] * len(runs)
+    for done, fut in enumerate(as_completed(futures), 1):
+        try:
+            results[index[fut.key]] = fut.result()
+        except Exception as exc:  # the task itself failed (e.g. its worker died more often than the retries)
+            results[index[fut.key]] = {"error": f"{type(exc).__name__}: {exc}"}
+        if progress:
+            progress(done, len(runs))
+    rows = [{**p, **(r or {})} for p, r in zip(runs, results)]
+    summary: dict[str, Any] = {
+        "scenario": spec.scenario, "runs": len(rows),
+        "failed": [{"run": k, "parameters": runs[k], "error": r["error"]} for k, r in enumerate(rows) if "error" in r],
+        "wall_s": time.perf_counter() - t0, "rows": rows,
+    }
+    if out is not None:
+        summary["outputs"] = [str(f) for f in save_sweep(spec, rows, out)]
+    return summary
+
+
+def _columns(rows: list[dict[str, Any]]) -> list[str]:
+    cols: list[str] = []
+    for r in rows:
+        cols += [k for k in r if k not in cols]
+    return cols
+
+
+def save_sweep(spec: SweepSpec, rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """``sweep.csv``, ``sweep.zarr`` (a Zarr v3 group: one 1-D float64 array per numeric column, NaN
+    for a missing value; the text columns in its attributes) and ``sweep_PARAM.png`` per swept parameter
+    (the first six numeric summary keys against it)."""
+    import csv
+
+    import zarr
+
+    from simclient.scenarios.report import _pyplot
+
+    out.mkdir(parents=True, exist_ok=True)
+    cols = _columns(rows)
+    files = [out / "sweep.csv", out / "sweep.zarr"]
+    with open(files[0], "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+    group = zarr.open_group(str(files[1]), mode="w", zarr_format=3)
+    numeric, text = [], {}
+    for c in cols:
+        vals = [r.get(c) for r in rows]
+        if all(v is None or (isinstance(v, (int, float, np.number)) and not isinstance(v, bool)) for v in vals):
+            group.create_array(c, data=np.array([math.nan if v is None else float(v) for v in vals]))
+            numeric.append(c)
+        else:  # Zarr v3 has no settled text data type yet: text columns live in the group's attributes
+            text[c] = [None if v is None else str(v) for v in vals]
+    group.attrs.update({"scenario": spec.scenario, "swept": spec.swept, "columns": cols, "text_columns": text})
+    plt = _pyplot()
+    outputs = [c for c in numeric if c not in spec.swept and c not in spec.fixed][:6]  # the first six
+    for p in spec.swept:
+        if not outputs:
+            break
+        fig, axes = plt.subplots(1, len(outputs), figsize=(4 * len(outputs), 3.5), squeeze=False)
+        xs = [r.get(p) for r in rows]
+        for ax, c in zip(axes[0], outputs):
+            ax.scatter([str(x) if isinstance(x, str) else x for x in xs], [r.get(c, math.nan) for r in rows], s=12)
+            ax.set(xlabel=p, ylabel=c)
+        fig.suptitle(f"sweep of {spec.scenario}: against {p}")
+        fig.tight_layout()
+        files.append(out / f"sweep_{p}.png")
+        fig.savefig(files[-1], dpi=100)
+        plt.close(fig)
+    return files
