@@ -114,6 +114,21 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return status
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from preprocess.export import export_table
+
+    table = open_table(args.table)
+    if not str(args.out).endswith(".vts"):
+        raise PreprocessError(f"--out {args.out}: a VTK structured grid is written to a .vts file")
+    with _progress_bar(table.header.n_rec_u, f"export {table.name}", args.json) as bar:
+        path = export_table(table, args.out, stride=args.stride, progress=bar.update)
+    if args.json:
+        print(json.dumps({"table": table.name, "file": str(path), "stride": args.stride}))
+    else:
+        print(f"exported {table.name} -> {path} (open it in ParaView; colour by record, Normals, tu, tv or a field)")
+    return 0
+
+
 def _pair(text: str) -> tuple[int, int]:
     try:
         a, b = text.lower().split("x")
@@ -209,6 +224,14 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--residual-map", type=Path, help="PNG of the residuals over the parameters")
     f.add_argument("--json", action="store_true")
     f.set_defaults(func=_cmd_fit)
+
+    e = sub.add_parser("export", help="write a table for ParaView (VTK structured grid, .vts)")
+    e.add_argument("table", help="a table: NAME.zarr folder or s3://BUCKET/PREFIX/NAME.zarr")
+    e.add_argument("--format", choices=["vtk"], default="vtk", help="output format [vtk]")
+    e.add_argument("--out", type=Path, required=True, help="output file, FILE.vts")
+    e.add_argument("--stride", type=int, default=1, help="every N-th point in u and v [1: all]")
+    e.add_argument("--json", action="store_true")
+    e.set_defaults(func=_cmd_export)
 
     v = sub.add_parser("verify", help="check tables; exit 1 listing the failing records")
     v.add_argument("tables", nargs="+", help="tables: NAME.zarr folders or s3:// prefixes")

@@ -41,13 +41,15 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import numpy as np
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi_offline import FastAPIOffline
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from surfacestore import pages
 from surfacestore.catalog import Catalog, RecordCache
 from surfacestore.errors import (
     BlockTooLarge,
@@ -69,6 +71,8 @@ log = logging.getLogger("surfacestore")
 NPY = "application/x-npy"
 #: a table name or extra field name in a path or query (the format's rule: not hidden, no separators)
 NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$"
+#: a result series' path under the root: names of NAME_PATTERN's characters joined by "/"
+RESULT_PATH_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}(/[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}){0,15}$"
 #: bodies larger than this are assembled and encoded in the thread pool, at most LARGE_AT_ONCE at a time
 LARGE_BODY = 2**20
 LARGE_AT_ONCE = 4
@@ -386,7 +390,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the store for ``settings`` (default: from the environment)."""
     settings = settings or Settings.from_env()
     store = _Store(settings)
-    app = FastAPI(title="surfacestore", version="1", docs_url="/docs", redoc_url=None)
+    # the API docs' scripts and styles come from the package (fastapi-offline), not from a CDN:
+    # /docs and /redoc work on a machine without internet access
+    app = FastAPIOffline(title="surfacestore", version="1", docs_url="/docs", redoc_url="/redoc")
     app.state.settings = settings
     app.state.catalog = store.catalog
 
@@ -504,6 +510,47 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def zarr_key_head(name: str, key: str, request: Request) -> Response:
         """The headers of :func:`zarr_key` (its size in ``Content-Length``)."""
         return await _zarr(request, name, key)
+
+    # -- browser pages (surfacestore.pages) --------------------------------------------------------
+
+    def static(file: str, media: str) -> Response:
+        return Response(pages.page(file), media_type=media, headers={"cache-control": "no-cache"})
+
+    @app.get("/", include_in_schema=False)
+    async def index_page() -> Response:
+        return static("index.html", "text/html; charset=utf-8")
+
+    @app.get("/view/{name}", include_in_schema=False)
+    async def view_page(name: str) -> Response:
+        return static("view.html", "text/html; charset=utf-8")
+
+    @app.get("/results", include_in_schema=False)
+    async def results_page() -> Response:
+        return static("results.html", "text/html; charset=utf-8")
+
+    @app.get("/web/{file}", include_in_schema=False)
+    async def web_script(file: str) -> Response:
+        if file not in pages.SCRIPTS:
+            raise TableNotFound(f"no page asset {file!r}")
+        return static(file, "text/javascript; charset=utf-8")
+
+    @app.get("/v1/surfaces/{name}/preview", dependencies=auth, response_class=Response,
+             responses={**_NPY_200, **_errors(401, 404, 422, 503)})
+    async def preview(name: str, n: int = Query(128, ge=2, le=pages.MAX_PREVIEW, description="points a side (about)"),
+                      array: str = Query("points", pattern=NAME_PATTERN,
+                                         description="'points' or an extra per-point field")) -> Response:
+        """About ``n`` points a side of the table, every ``su``-th and ``sv``-th point (the last row
+        and column included; ``X-Preview-Step: su,sv``): what the browser view draws."""
+        data, (su, sv) = await run_in_threadpool(pages.preview, store.catalog, name, n, array)
+        return Response(npy_bytes(data), media_type=NPY, headers={"x-preview-step": f"{su},{sv}",
+                                                                   "cache-control": "no-cache"})
+
+    @app.get("/v1/results", dependencies=auth, responses=_errors(401, 404, 422))
+    async def results(path: str = Query(..., pattern=RESULT_PATH_PATTERN,
+                                        description="a pressure series (pressure.zarr) under the root")) -> JSONResponse:
+        """A pressure-map series written by a scenario (``--out DIR`` under the store's root):
+        ``t_s``, and per compartment the element centres and the maps in Pa (null: no element)."""
+        return JSONResponse(await run_in_threadpool(pages.pressure_series, store.catalog.root, path))
 
     if settings.fast_path:
         app.add_middleware(DataFastPath, store=store)

@@ -98,9 +98,10 @@ class StoreProcess(ServerProcess):
     """``surfacestore serve --root ROOT ARGS...`` on loopback (log level ``warning``); ``root`` a
     folder or an ``s3://`` prefix."""
 
-    def __init__(self, root: str | os.PathLike[str], *args: str, port: int | None = None, start: bool = True) -> None:
+    def __init__(self, root: str | os.PathLike[str], *args: str, port: int | None = None, start: bool = True,
+                 env: dict[str, str] | None = None) -> None:
         super().__init__([sys.executable, "-m", "surfacestore.cli", "serve", "--root", str(root), "--log-level",
-                          "warning", *args], port=port, start=start)
+                          "warning", *args], port=port, start=start, env=env)
 
 
 class S3Server(ServerProcess):

@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from simclient.errors import SimClientError
 from simclient.scenarios._base import Summary
 
 __all__ = ["save_bouncing_ball", "save_knee3d", "save_knee2d", "save_study", "save_prosthetic_knee",
-           "save_artificial_knee"]
+           "save_artificial_knee", "save_surfaces_vtk", "save_pressure_vtk", "save_pressure_zarr"]
 
 
 def _pyplot() -> Any:
@@ -68,7 +69,7 @@ def save_bouncing_ball(summary: Summary, out: Path) -> list[Path]:
     fig.tight_layout()
     fig.savefig(files[2], dpi=110)
     plt.close(fig)
-    return files
+    return files + save_surfaces_vtk(summary, out, "bouncing_ball")
 
 
 def save_knee3d(summary: Summary, out: Path) -> list[Path]:
@@ -98,7 +99,79 @@ def save_knee3d(summary: Summary, out: Path) -> list[Path]:
     fig.tight_layout()
     fig.savefig(files[2], dpi=110)
     plt.close(fig)
-    return files
+    return files + save_surfaces_vtk(summary, out, "knee3d")
+
+
+def save_surfaces_vtk(summary: Summary, out: Path, name: str, frames: int = 100, max_side: int = 64) -> list[Path]:
+    """The bodies' surfaces over the run, for ParaView: at ``frames`` instants, every contact
+    surface as the records its window holds then (the window following the contact as in the
+    run; at most ``max_side`` points a side), placed by its body's pose (global frame, m), with the
+    normals and the record indices; one ``.vts`` per surface and frame under ``out/vtk/`` and the
+    collection ``out/NAME.pvd`` (open it and press play)."""
+    from preprocess.export import record_cells, write_grid, write_pvd
+
+    res, system = summary.artifacts["result"], summary.artifacts["system"]
+    surfaces: dict[int, tuple[str, Any]] = {}
+    for c in system.contacts:
+        for side in (c.i, c.j):
+            surfaces.setdefault(id(side), (side.window.name, side))
+    entries = []
+    for k, t in enumerate(np.linspace(0.0, float(res.t[-1]), frames)):
+        system.set_state(res.sol(t))
+        for c in system.contacts:
+            try:
+                system.detect(c)  # the windows follow the contact point, as in the run
+            except SimClientError:
+                pass  # no contact point at this pose: the windows stay where they are
+        for label, surface in surfaces.values():
+            w = surface.window
+            pts = w.points()
+            # at most max_side points a side (the last row and column kept): frames stay small
+            su, sv = (np.unique(np.r_[np.arange(0, n, -(-n // max_side)), n - 1]) for n in pts.shape[:2])
+            pts = pts[su][:, sv]
+            R, origin = system.surface_pose(surface)
+            h, b = w.header, w.block
+            rows, cols = b.ri0 * h.u_pts + su, b.rj0 * h.v_pts + sv
+            f = write_grid(out / "vtk" / f"{name}_{label}_{k:04d}.vts", pts[..., 2:5] @ R.T + origin,
+                           {"Normals": pts[..., 5:8] @ R.T, "uv": pts[..., 0:2]},
+                           record_cells(rows, cols, h.u_pts, h.v_pts, h.n_rec_v))
+            entries.append((t, label, f))
+    return [write_pvd(out / f"{name}.pvd", entries)]
+
+
+def save_pressure_zarr(path: Path, t: np.ndarray, grids: dict[str, np.ndarray], maps: dict[str, np.ndarray],
+                       attrs: dict[str, Any]) -> Path:
+    """A pressure-map series as a Zarr v3 group (what the store's ``/results`` page plays): ``t_s``
+    (s), per compartment ``NAME`` the maps ``(times, nu, nv)`` in Pa (NaN: no usable element), one
+    time step per chunk, and the element centres' ``NAME_x_m``/``NAME_z_m`` from ``grids[NAME]``
+    (``(nu, nv, 3)``, m); attributes ``units: Pa`` and ``attrs``."""
+    import zarr
+
+    root = zarr.open_group(str(path), mode="w", zarr_format=3)
+    root.attrs.update({"units": "Pa", **attrs})
+    root.create_array("t_s", data=np.asarray(t, dtype=float))
+    for name, m in maps.items():
+        arr = root.create_array(name, shape=m.shape, chunks=(1, *m.shape[1:]), dtype="f8", fill_value=np.nan)
+        arr[:] = m
+        for axis, k in (("x_m", 0), ("z_m", 2)):
+            root.create_array(f"{name}_{axis}", data=np.ascontiguousarray(grids[name][..., k]))
+    return path
+
+
+def save_pressure_vtk(out: Path, name: str, t: np.ndarray, grids: dict[str, np.ndarray],
+                      maps: dict[str, np.ndarray]) -> list[Path]:
+    """A pressure-map series for ParaView: per time step and compartment, the element grid
+    ``grids[c]`` (element centres, ``(nu, nv, 3)``, m) with point data ``pressure_Pa`` from
+    ``maps[c]`` (``(times, nu, nv)``, Pa, NaN where no element is usable); ``out/vtk/*.vts`` and
+    the collection ``out/NAME.pvd``."""
+    from preprocess.export import write_grid, write_pvd
+
+    entries = []
+    for k, tk in enumerate(t):
+        for comp, xyz in grids.items():
+            f = write_grid(out / "vtk" / f"{name}_{comp}_{k:04d}.vts", xyz, {"pressure_Pa": maps[comp][k]})
+            entries.append((float(tk), comp, f))
+    return [write_pvd(out / f"{name}.pvd", entries)]
 
 
 def _knee2d_axes(ax: Any, h: dict[str, np.ndarray], label: str | None = None, first: tuple[float, float] | None = None) -> None:
@@ -248,21 +321,15 @@ def save_artificial_knee(out: Path, gait: dict[str, Any], knee: Any, params: Any
     element grid, chunked one time step per chunk, NaN where no element is usable, plus ``t_s``
     and the element centres ``x_m``/``z_m``), the histories (CSV), contour plots of the
     pressure at the instant of maximum axial load and the histories' plot."""
-    import zarr
-
     plt = _pyplot()
     out.mkdir(parents=True, exist_ok=True)
     h = gait["history"]
-    root = zarr.open_group(str(out / "pressure.zarr"), mode="w", zarr_format=3)
-    root.attrs.update({"units": "Pa", "material": params.material, "element_grid": list(params.grid),
-                       "frame": "insert (tibial) table frame: +y superior, +z medial"})
-    root.create_array("t_s", data=np.asarray(h["t_s"]))
-    for name, maps in gait["maps"].items():
-        grid = knee.contact.compartments[name].grid
-        arr = root.create_array(name, shape=maps.shape, chunks=(1, *maps.shape[1:]), dtype="f8", fill_value=np.nan)
-        arr[:] = maps
-        for axis, k in (("x_m", 0), ("z_m", 2)):
-            root.create_array(f"{name}_{axis}", data=grid.centre[:, k].reshape(grid.shape))
+    centres = {name: knee.contact.compartments[name].grid.centre.reshape(*knee.contact.compartments[name].grid.shape, 3)
+               for name in gait["maps"]}
+    save_pressure_zarr(out / "pressure.zarr", np.asarray(h["t_s"]), centres, gait["maps"],
+                       {"material": params.material, "element_grid": list(params.grid),
+                        "frame": "insert (tibial) table frame: +y superior, +z medial"})
+    series = save_pressure_vtk(out, "artificial_knee_pressure", np.asarray(h["t_s"]), centres, gait["maps"])
     keys = [k for k in h if len(h[k]) == len(h["t_s"])]
     np.savetxt(out / "artificial_knee.csv", np.column_stack([h[k] for k in keys]), delimiter=",",
                header=",".join(keys), comments="")
@@ -304,4 +371,4 @@ def save_artificial_knee(out: Path, gait: dict[str, Any], knee: Any, params: Any
     fig.savefig(out / "artificial_knee.png", dpi=110)
     plt.close(fig)
     return [str(out / f) for f in ("pressure.zarr", "artificial_knee.csv", "artificial_knee_pressure.png",
-                                   "artificial_knee.png")]
+                                   "artificial_knee.png")] + [str(f) for f in series]
