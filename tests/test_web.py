@@ -198,3 +198,7 @@ def test_pages_in_headless_chromium(tmp_path, sample_tables):
             assert fraction > min_fraction and colours > min_colours, (name, fraction, colours)
         dom = _chromium(f"{store.url}/view/plate?field=thickness#token=s3cret", None, dump=True)
         assert 'data-ready="1"' in dom and 'id="error" hidden' in dom, dom[-2000:]
+    with StoreProcess(sample_tables) as store:  # the thesis' 10^6-point ball (81 records of 111 x 111)
+        _chromium(f"{store.url}/view/ball", tmp_path / "ball.png")
+        fraction, colours = _content(tmp_path / "ball.png")
+        assert fraction > 0.05 and colours > 100, (fraction, colours)
