@@ -129,6 +129,27 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_curvature(args: argparse.Namespace) -> int:
+    from preprocess.curvature import principal_curvatures
+
+    r = principal_curvatures(open_table(args.table), *args.at)
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return 0
+    print(f"{r['table']} at (u, v) = ({r['u']:g}, {r['v']:g}), point {np.round(r['point_m'], 6).tolist()} m")
+    for k in (1, 2):
+        print(f"  R{k} = {r[f'R{k}_m']:.6g} m along {np.round(r[f'direction{k}'], 6).tolist()}")
+    return 0
+
+
+def _point(text: str) -> tuple[float, float]:
+    try:
+        a, b = text.split(",")
+        return float(a), float(b)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected U,V, got {text!r}") from None
+
+
 def _pair(text: str) -> tuple[int, int]:
     try:
         a, b = text.lower().split("x")
@@ -232,6 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--stride", type=int, default=1, help="every N-th point in u and v [1: all]")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=_cmd_export)
+
+    c = sub.add_parser("curvature", help="principal radii and directions of a table at a parameter point")
+    c.add_argument("table", help="a table: NAME.zarr folder or s3://BUCKET/PREFIX/NAME.zarr")
+    c.add_argument("--at", type=_point, required=True, metavar="U,V", help="the parameter point (table units)")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=_cmd_curvature)
 
     v = sub.add_parser("verify", help="check tables; exit 1 listing the failing records")
     v.add_argument("tables", nargs="+", help="tables: NAME.zarr folders or s3:// prefixes")

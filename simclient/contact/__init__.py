@@ -9,6 +9,8 @@
 - Elastic foundation: an :class:`ElementDetector` finds the elements of grids on a fixed table in
   contact with a moving table (:class:`ElementContact`); :class:`FoundationContact` applies a layer
   law (:class:`LinearLayer`, :class:`NonlinearLayer`) and returns a :class:`CompartmentResult` each.
+- Thin-layer closed forms (Argatov): :func:`compressible_law` and :func:`incompressible_law` give a
+  point contact with effective radii the force of a thin cartilage layer without an element grid.
 """
 
 from simclient.contact._elements import ElementContact, ElementDetector, ElementGrid, element_grid
@@ -37,9 +39,22 @@ from simclient.contact._laws import (
 from simclient.contact._newton import ContactStatus, solve_contact
 from simclient.contact._point import Contact, ContactPair
 from simclient.contact._profile import CirclePair, ProfilePair, planar_pose, solve_profile_contact
+from simclient.contact._thin_layer import (
+    EllipticContact,
+    Layer,
+    compressible_law,
+    force_factor,
+    incompressible_contact,
+    incompressible_law,
+    incompressible_modulus,
+    shape_ratio,
+    winkler_modulus,
+)
 
 __all__ = ["ContactPair", "Contact", "ContactStatus", "ContactForce", "ForceLaw", "HertzianLaw", "DoubleLayer",
            "PenaltyStep", "step", "make_law", "LAWS", "DAMPING", "hertz_stiffness", "Material", "MATERIALS",
            "ElementGrid", "element_grid", "ElementContact", "ElementDetector", "FoundationContact",
            "CompartmentResult", "LayerLaw", "LinearLayer", "NonlinearLayer", "layer_result", "solve_contact",
-           "ProfilePair", "CirclePair", "planar_pose", "solve_profile_contact"]
+           "ProfilePair", "CirclePair", "planar_pose", "solve_profile_contact", "Layer", "winkler_modulus",
+           "incompressible_modulus", "shape_ratio", "force_factor", "EllipticContact", "incompressible_contact",
+           "compressible_law", "incompressible_law"]

@@ -30,6 +30,12 @@ its expected value:
   above the single layer's.
 - ``ef-paraboloid``: an elliptic paraboloid indenter (R1 = 20 mm, R2 = 50 mm), d = 0.05 mm, linear
   layer: ``F = pi K sqrt(R1 R2) d^2 / h``, within 1 %.
+- ``argatov-incompressible-1..3``: Argatov's incompressible thin layer, eq. 27's closed form at the
+  reference's (R1, R2, delta, m) against eqs. 23-24 solved numerically and eq. 22 integrated over the
+  ellipse, within 1e-6 (tests also hold both to the reference's P = 0.716755, 7.539822, 0.569139).
+- ``argatov-compressible``: Argatov's compressible law (eq. 17, Blankevoort's cartilage E = 5 MPa,
+  nu = 0.45, h = 4 mm) against the element grid on the ``ef_paraboloid`` table, within 2 %.
+- ``blankevoort-winkler``: the Winkler modulus of that cartilage, 4.741 N/mm^3 (reference), within 1e-4.
 """
 
 from __future__ import annotations
@@ -43,7 +49,19 @@ import numpy as np
 from scipy.integrate import quad
 from scipy.optimize import brentq
 
-from simclient.contact import CirclePair, FoundationContact, LayerLaw, LinearLayer, ProfilePair, element_grid, make_law
+from simclient.contact import (
+    CirclePair,
+    FoundationContact,
+    Layer,
+    LayerLaw,
+    LinearLayer,
+    ProfilePair,
+    compressible_law,
+    element_grid,
+    incompressible_contact,
+    make_law,
+    winkler_modulus,
+)
 from simclient.dynamics import PlanarBody, PlanarContact, PlanarSystem, ProfileSurface, simulate
 from simclient.geometry import StorageWindow
 from simclient.errors import ParameterError
@@ -198,12 +216,54 @@ def _double_above(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
     return _case("double-layer-above", float(h["force_N"][k]), expected, 1e-6, True, "N")
 
 
+#: the reference's derived checks of the incompressible thin layer: (R1, R2, delta, m) -> P
+ARGATOV_INCOMPRESSIBLE = {"1": ((40, 10, 0.1, 1), 0.716755), "2": ((30, 30, 0.2, 0.5), 7.539822),
+                          "3": ((20, 60, 0.05, 2), 0.569139)}
+
+
+def _argatov_incompressible(row: str) -> Callable[[Path, dict[str, Any]], dict[str, Any]]:
+    """Eq. 27's closed form against a second method: eqs. 23-24 solved for (a, b, p0) by Newton
+    from a rough start and eq. 22's pressure integrated over the ellipse (polar coordinates)."""
+    def case(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+        from scipy.integrate import dblquad
+        from scipy.optimize import fsolve
+
+        (R1, R2, d, m), _ = ARGATOV_INCOMPRESSIBLE[row]
+
+        def conditions(x: np.ndarray) -> list[float]:
+            a, b, p0 = x
+            return [d - 4 * p0 / m * (1 / a**2 + 1 / b**2), 1 / (2 * R1) - 4 * p0 / (m * a * a) * (3 / a**2 + 1 / b**2),
+                    1 / (2 * R2) - 4 * p0 / (m * b * b) * (1 / a**2 + 3 / b**2)]
+        g = math.sqrt(2 * d * math.sqrt(R1 * R2))
+        a, b, p0 = fsolve(conditions, [g, g, m * d * g * g / 8], xtol=1e-12)
+        # p = p0 (1 - r^2)^2 on the ellipse (a r cos t, b r sin t), area element a b r dr dt
+        P = dblquad(lambda r, t: p0 * (1 - r * r) ** 2 * a * b * r, 0, 2 * math.pi, 0, 1, epsabs=0, epsrel=1e-12)[0]
+        return _case(f"argatov-incompressible-{row}", P, incompressible_contact(R1, R2, d, m).P, 1e-6, True, "N")
+    return case
+
+
+def _argatov_compressible(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+    """Eq. 17 with Blankevoort's cartilage (E = 5 MPa, nu = 0.45, h = 4 mm) against the element
+    grid pressing the same paraboloid (R1 = 20 mm, R2 = 50 mm) 0.05 mm into the layer."""
+    E, nu, h, R1, R2, d = 5e6, 0.45, 0.004, 0.02, 0.05, 5e-5
+    grid = press(tables, "ef_paraboloid", LinearLayer(E, nu), d, h, half_width=0.0025)
+    return _case("argatov-compressible", grid, compressible_law(R1, R2, Layer(h, E, nu)).normal_force(d, 0.0, 1.0),
+                 0.02, True, "N")
+
+
+def _blankevoort_winkler(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+    """Eq. 15 with Blankevoort's E = 5 MPa, nu = 0.45, h = 4 mm: the reference's 4.741 N/mm^3."""
+    return _case("blankevoort-winkler", winkler_modulus(Layer(0.004, 5e6, 0.45)) / 1e9, 4.741, 1e-4, True, "N/mm^3")
+
+
 CASES: dict[str, Callable[[Path, dict[str, Any]], dict[str, Any]]] = {
     "hertz-indentation": _indentation, "hertz-duration": _duration, "energy": _energy,
     **{f"restitution-{law}": _restitution(law) for law in RESTITUTION},
     "ef-sphere-linear": _ef_sphere_linear, "ef-sphere-log": _ef_sphere_log, "ef-paraboloid": _ef_paraboloid,
     "planar-hertz-tables": _planar("tables"), "planar-hertz-circles": _planar("circles"),
     "double-layer-below": _double_below, "double-layer-above": _double_above,
+    **{f"argatov-incompressible-{row}": _argatov_incompressible(row) for row in ARGATOV_INCOMPRESSIBLE},
+    "argatov-compressible": _argatov_compressible, "blankevoort-winkler": _blankevoort_winkler,
 }
 
 
