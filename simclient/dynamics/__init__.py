@@ -11,6 +11,8 @@
   (:class:`PlanarContact` on :class:`ProfileSurface`), :func:`spring_damper`.
 - Integration: :func:`simulate` (contact events, any :class:`System`), :func:`integrate` (any ODE),
   :data:`METHODS`.
+- Quasi-static equilibrium: :class:`StaticProblem` (one body's free coordinates under contacts,
+  loads and gravity; prescribed coordinates; Newton with a line search; continuation along a path).
 """
 
 from simclient.dynamics._bodies import Body, Poses, Surface
@@ -36,10 +38,11 @@ from simclient.dynamics._planar import (
     ProfileSurface,
     Revolute2D,
 )
+from simclient.dynamics._static import COORDINATES, StaticProblem, StaticResult
 from simclient.dynamics._system import ContactModel, MultibodySystem
 
 __all__ = ["Body", "Surface", "Poses", "ContactModel", "MultibodySystem", "Constraint", "SphericalJoint",
            "RevoluteJoint", "Prescribed", "Load", "LigamentLaw", "Ligament", "QuadraticLaw", "BlankevoortLaw",
            "LinearSpring", "spring_damper", "PointLoad", "pulse", "METHODS", "RK4", "solver_class", "integrate",
            "simulate", "SimulationResult", "System", "PlanarBody", "ProfileSurface", "PlanarContact", "PlanarSystem",
-           "Revolute2D", "PrescribedMotion", "PlanarConstraint"]
+           "Revolute2D", "PrescribedMotion", "PlanarConstraint", "StaticProblem", "StaticResult", "COORDINATES"]

@@ -190,11 +190,22 @@ class MultibodySystem:
 
     def rhs(self, t: float, y: np.ndarray) -> np.ndarray:
         self.set_state(y)
-        F, N = self._F, self._N  # global forces and torques about each body's origin
+        F, N = self.applied(t)
+        dy = np.empty_like(y)
+        _rates(y, self._free_idx, self._mass, self._J, self._Jinv, self.gravity, self._A, F, N, dy)
+        if self.constraints:
+            self._constrain(t, y, dy)
+        return dy
+
+    def applied(self, t: float, every_contact: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Global forces (N) and torques about each body's origin (N m) of the contacts and loads
+        at the last state set (gravity not included), one row per body. Contacts count when in
+        contact mode, or with ``every_contact`` whenever they indent (quasi-static analysis)."""
+        F, N = self._F, self._N
         F[:] = 0.0
         N[:] = 0.0
         for c in self.contacts:
-            if not c.active:
+            if not (c.active or every_contact):
                 continue
             _, cf = self.contact_force(c)
             _apply(self._bidx[id(c.i.body)], cf.point, cf.force, self._r, F, N)
@@ -205,11 +216,11 @@ class MultibodySystem:
         for load in self.loads:
             for body, P, f in load(t, self):
                 _apply(self._bidx[id(body)], np.asarray(P, float), np.asarray(f, float), self._r, F, N)
-        dy = np.empty_like(y)
-        _rates(y, self._free_idx, self._mass, self._J, self._Jinv, self.gravity, self._A, F, N, dy)
-        if self.constraints:
-            self._constrain(t, y, dy)
-        return dy
+        return F, N
+
+    def body_index(self, body: Body) -> int:
+        """The row of ``body`` in :meth:`applied`'s arrays."""
+        return self._bidx[id(body)]
 
     # -- constraints: the augmented form (6.24) ------------------------------------------------------
 

@@ -1,0 +1,239 @@
+"""Quasi-static equilibrium of one body under contacts, loads and gravity (Blankevoort's eq. 18).
+
+The body's pose is six coordinates ``q = (x, y, z, rx, ry, rz)``: its origin's position (m, global)
+and a rotation vector (rad) from its initial orientation, ``A = exp([q_r]x) A0``. Any subset of the
+six is prescribed, as a constant or as a function of the load step ``s`` (the loads and the path
+see ``s`` as their time argument); the others are free. Equilibrium: the generalized forces of the
+free coordinates vanish, ``Q = J^T (F + m g, N) = 0`` with ``J`` the map from ``q'`` to the body's
+velocity and angular velocity (``Q`` in N for x, y, z and N m for rx, ry, rz). Every contact counts
+whenever it indents (velocities are zero, so dissipative laws give their elastic part).
+
+Newton on the free coordinates with a central finite-difference Jacobian (steps 1e-7 m and
+1e-7 rad) and a backtracking line search on ``|Q|^2``; a load path is followed by continuation
+from the previous solution, an increment that fails being split in halves (down to 1/64). A free
+coordinate without stiffness (a zero column of the Jacobian: e.g. a contact still open) is moved
+along its load in doubling steps until something holds it; one with neither stiffness nor load is
+an input error naming it. A step that does not converge is a result with ``converged = False`` and
+a message naming the step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from simclient.dynamics._bodies import Body
+from simclient.dynamics._system import MultibodySystem
+from simclient.errors import ContactError, ParameterError
+from simclient.geometry import euler_from_matrix, rotation_matrix
+
+__all__ = ["COORDINATES", "StaticResult", "StaticProblem"]
+
+COORDINATES = ("x", "y", "z", "rx", "ry", "rz")
+_STEP = np.array([1e-7] * 3 + [1e-7] * 3)
+
+
+def _rotation(theta: np.ndarray) -> np.ndarray:
+    """``exp([theta]x)`` (Rodrigues)."""
+    a = float(np.linalg.norm(theta))
+    K = np.array([[0, -theta[2], theta[1]], [theta[2], 0, -theta[0]], [-theta[1], theta[0], 0]])
+    if a < 1e-12:
+        return np.eye(3) + K
+    return np.eye(3) + math.sin(a) / a * K + (1 - math.cos(a)) / a**2 * K @ K
+
+
+def _axial(W: np.ndarray) -> np.ndarray:
+    return np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]]) / 2
+
+
+@dataclass
+class StaticResult:
+    """One equilibrium: load step ``s``, the six coordinates ``q`` (m, rad), whether it
+    ``converged``, the largest free force and moment residuals (N, N m), Newton iterations and a
+    message."""
+
+    s: float
+    q: np.ndarray
+    converged: bool
+    residual_N: float
+    residual_Nm: float
+    iterations: int
+    message: str = ""
+
+
+class StaticProblem:
+    """Equilibrium of ``body`` in ``system`` (the other bodies stay at their initial states).
+
+    ``prescribed`` maps coordinate names (:data:`COORDINATES`) to a value or a function of the
+    load step; ``tol_N`` and ``tol_Nm`` bound the free residuals; ``max_iter`` Newton iterations
+    per solve."""
+
+    def __init__(self, system: MultibodySystem, body: Body,
+                 prescribed: Mapping[str, float | Callable[[float], float]] | None = None, *,
+                 tol_N: float = 1e-6, tol_Nm: float = 1e-6, max_iter: int = 50) -> None:
+        if body.fixed or body not in system.free:
+            raise ParameterError(f"static: body {body.name!r} is not a free body of the system")
+        prescribed = dict(prescribed or {})
+        unknown = set(prescribed) - set(COORDINATES)
+        if unknown:
+            raise ParameterError(f"static: unknown coordinate(s) {sorted(unknown)}; choose from {', '.join(COORDINATES)}")
+        self.free = [k for k, c in enumerate(COORDINATES) if c not in prescribed]
+        if not self.free:
+            raise ParameterError("static: every coordinate is prescribed; nothing to solve")
+        self.system, self.body, self.prescribed = system, body, prescribed
+        self.tol_N, self.tol_Nm, self.max_iter = tol_N, tol_Nm, max_iter
+        self._y0 = system.initial_state()
+        self._k = 13 * system.index[id(body)]
+        self._A0 = rotation_matrix(np.asarray(body.euler, float) / np.linalg.norm(body.euler))
+        self._row = system.body_index(body)
+
+    def initial(self, s: float = 0.0) -> np.ndarray:
+        """The coordinates of the body's initial pose, with the prescribed ones at step ``s``."""
+        return self._prescribe(np.concatenate([self.body.position, np.zeros(3)]), s)
+
+    def _prescribe(self, q: np.ndarray, s: float) -> np.ndarray:
+        q = q.copy()
+        for name, value in self.prescribed.items():
+            q[COORDINATES.index(name)] = value(s) if callable(value) else value
+        return q
+
+    def _pose(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return q[:3], _rotation(q[3:]) @ self._A0
+
+    def generalized_forces(self, q: np.ndarray, s: float) -> np.ndarray:
+        """``Q`` (N for x, y, z; N m for rx, ry, rz) at coordinates ``q`` and load step ``s``."""
+        r, A = self._pose(q)
+        y = self._y0.copy()
+        y[self._k:self._k + 3] = r
+        y[self._k + 3:self._k + 7] = euler_from_matrix(A)
+        y[self._k + 7:self._k + 13] = 0.0
+        self.system.set_state(y)
+        F, N = self.system.applied(s, every_contact=True)
+        f = F[self._row] + self.body.mass * np.asarray(self.system.gravity, float)
+        n = N[self._row]
+        # rotational rows: T(theta)^T n, T's columns the angular velocities of d theta_i (numerically)
+        R0 = _rotation(q[3:])
+        T = np.empty((3, 3))
+        for i in range(3):
+            e = np.zeros(3)
+            e[i] = 1e-7
+            T[:, i] = _axial((_rotation(q[3:] + e) - _rotation(q[3:] - e)) / 2e-7 @ R0.T)
+        return np.concatenate([f, T.T @ n])
+
+    def _residuals(self, Q: np.ndarray) -> tuple[float, float]:
+        trans = [abs(Q[k]) for k in self.free if k < 3]
+        rot = [abs(Q[k]) for k in self.free if k >= 3]
+        return max(trans, default=0.0), max(rot, default=0.0)
+
+    def _done(self, Q: np.ndarray) -> bool:
+        rN, rM = self._residuals(Q)
+        return rN <= self.tol_N and rM <= self.tol_Nm
+
+    def jacobian(self, q: np.ndarray, s: float) -> np.ndarray:
+        """``dQ_free / dq_free`` by central differences."""
+        J = np.empty((len(self.free), len(self.free)))
+        for col, k in enumerate(self.free):
+            dq = np.zeros(6)
+            dq[k] = _STEP[k]
+            J[:, col] = (self.generalized_forces(q + dq, s)[self.free] - self.generalized_forces(q - dq, s)[self.free]) \
+                / (2 * _STEP[k])
+        return J
+
+    def solve(self, s: float, q0: np.ndarray | None = None) -> StaticResult:
+        """Equilibrium at load step ``s`` from ``q0`` (default: the initial pose)."""
+        q = self._prescribe(self.initial(s) if q0 is None else np.asarray(q0, float), s)
+        try:
+            Q = self.generalized_forces(q, s)
+            for it in range(self.max_iter + 1):
+                if self._done(Q):
+                    return self._result(s, q, Q, it, True, "converged")
+                if it == self.max_iter:
+                    break
+                J = self.jacobian(q, s)
+                loose = self._loose(J)
+                if loose:
+                    # no stiffness along these: a load moves them until something (a contact
+                    # closing) holds them; without a load nothing ever will
+                    idle = [k for k in loose if abs(Q[k]) <= (self.tol_N if k < 3 else self.tol_Nm)]
+                    if idle:
+                        raise ParameterError(f"static: no load holds the free coordinate(s) "
+                                             f"{', '.join(COORDINATES[k] for k in idle)} of body {self.body.name!r}; "
+                                             "prescribe them")
+                    q = self._advance(q, s, loose, Q)
+                    Q = self.generalized_forces(q, s)
+                    continue
+                step = np.linalg.lstsq(J, -Q[self.free], rcond=None)[0]
+                merit = float(Q[self.free] @ Q[self.free])
+                lam = 1.0
+                while True:
+                    trial = q.copy()
+                    trial[self.free] += lam * step
+                    Qt = self.generalized_forces(trial, s)
+                    if float(Qt[self.free] @ Qt[self.free]) < (1 - 1e-4 * lam) * merit or lam < 1e-6:
+                        break
+                    lam /= 2
+                q, Q = trial, Qt
+        except ContactError as exc:
+            return self._result(s, q, np.full(6, np.nan), 0, False, f"step s = {s:g}: contact detection failed ({exc})")
+        return self._result(s, q, Q, self.max_iter, False, f"step s = {s:g}: no equilibrium after {self.max_iter} "
+                                                         "Newton iterations")
+
+    def _loose(self, J: np.ndarray) -> list[int]:
+        """The free coordinates whose column of the Jacobian is zero (nothing stiffens them)."""
+        scale = np.abs(J).max()
+        return [k for col, k in enumerate(self.free) if scale == 0 or not np.abs(J[:, col]).max() > 1e-9 * scale]
+
+    def _advance(self, q: np.ndarray, s: float, loose: list[int], Q: np.ndarray) -> np.ndarray:
+        """Move the loose coordinates along their loads, in doubling steps from 10 um (or urad),
+        until each meets some stiffness; :class:`ParameterError` if none does within 10 m (rad)."""
+        q = q.copy()
+        for k in loose:
+            h, moved = 1e-5, 0.0
+            while moved < 10.0:
+                q[k] += math.copysign(h, Q[k])
+                moved += h
+                dq = np.zeros(6)
+                dq[k] = _STEP[k]
+                column = self.generalized_forces(q + dq, s) - self.generalized_forces(q - dq, s)
+                if np.abs(column[self.free]).max() > 0:
+                    break
+                h *= 2
+            else:
+                raise ParameterError(f"static: nothing holds coordinate {COORDINATES[k]} of body {self.body.name!r} "
+                                     "under its load; prescribe it or add a load that holds it")
+        return q
+
+    def _result(self, s: float, q: np.ndarray, Q: np.ndarray, it: int, ok: bool, message: str) -> StaticResult:
+        rN, rM = self._residuals(Q) if np.isfinite(Q).all() else (math.inf, math.inf)
+        return StaticResult(s, q.copy(), ok, rN, rM, it, message)
+
+    def path(self, steps: Sequence[float], q0: np.ndarray | None = None, max_halvings: int = 6) -> list[StaticResult]:
+        """Equilibria along the load steps ``steps`` by continuation; an increment that fails is
+        split in halves (at most ``max_halvings`` times); the path stops at a step that still fails
+        (its result, not converged, is the last)."""
+        out: list[StaticResult] = []
+        q = None if q0 is None else np.asarray(q0, float)
+        s_prev = None
+        for s in steps:
+            res = self.solve(s, q)
+            if not res.converged and s_prev is not None and q is not None:
+                for depth in range(1, max_halvings + 1):
+                    qq, ok = q, True
+                    for k in range(1, 2**depth + 1):
+                        sub = s_prev + (s - s_prev) * k / 2**depth
+                        res = self.solve(sub, qq)
+                        if not res.converged:
+                            ok = False
+                            break
+                        qq = res.q
+                    if ok:
+                        res = self.solve(s, qq)
+                        break
+            out.append(res)
+            if not res.converged:
+                break
+            q, s_prev = res.q, s
+        return out

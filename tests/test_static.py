@@ -1,0 +1,71 @@
+"""The quasi-static equilibrium solver: a ball pressed onto the ground table by its weight and a
+growing load, held sideways by two springs, against the closed forms (Hertz's indentation, the
+springs' balance) along a load path; prescribed coordinates; bad input and failure reported."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simclient.contact import make_law
+from simclient.dynamics import Body, ContactModel, MultibodySystem, StaticProblem, Surface
+from simclient.errors import ParameterError
+from simclient.geometry import StorageWindow
+from simclient.io import open_surface
+
+MASS, RADIUS, K = 0.092, 0.02, 5.5e9
+SPRINGS = ((200.0, -0.01), (600.0, 0.03))  # (N/m, anchor x in m): the ball's x settles at 0.02
+
+
+def _system(tables, load_max=100.0):
+    ball = Body("ball", mass=MASS, inertia=np.eye(3) * 0.4 * MASS * RADIUS**2, position=np.array([0.0, 0.0, 0.021]))
+    ground = Body("ground", fixed=True)
+    contact = ContactModel("ball-ground",
+                           Surface(ball, StorageWindow(open_surface(tables / "ball_333.zarr"), (3, 3), centre=(0, 0))),
+                           Surface(ground, StorageWindow(open_surface(tables / "ground.zarr"), (3, 9), centre=(0, 0))),
+                           make_law("hertz", K))
+
+    def loads(s, system):
+        r = system.pose(ball)[0]
+        push = np.array([0.0, 0.0, -load_max * s])  # the load step s in [0, 1]
+        springs = np.array([-sum(k * (r[0] - a) for k, a in SPRINGS), 0.0, 0.0])
+        return [(ball, r, push + springs)]
+    return MultibodySystem([ball, ground], [contact], gravity=(0, 0, -9.81), loads=[loads]), ball
+
+
+def test_ball_on_the_ground_along_a_load_path(sample_tables):
+    system, ball = _system(sample_tables)
+    problem = StaticProblem(system, ball, {"y": 0.0, "rx": 0.0, "ry": 0.0, "rz": 0.0})
+    steps = np.linspace(0.0, 1.0, 6)
+    path = problem.path(steps)
+    assert len(path) == len(steps) and all(r.converged for r in path), [r.message for r in path]
+    x_expected = sum(k * a for k, a in SPRINGS) / sum(k for k, _ in SPRINGS)
+    for r, s in zip(path, steps):
+        assert r.residual_N <= 1e-6 and r.residual_Nm <= 1e-6
+        W = MASS * 9.81 + 100.0 * s
+        delta = (W / K) ** (2 / 3)  # Hertz: W = K delta^1.5
+        assert RADIUS - r.q[2] == pytest.approx(delta, rel=1e-3)
+        assert r.q[0] == pytest.approx(x_expected, abs=1e-9)
+        assert r.q[1] == 0.0 and not r.q[3:].any()
+
+
+def test_free_rotation_of_a_ball_is_not_held(sample_tables):
+    """A frictionless ball's spin is held by nothing: leaving it free is an input error naming it;
+    y (no spring along y) likewise."""
+    system, ball = _system(sample_tables)
+    with pytest.raises(ParameterError, match="rz"):
+        StaticProblem(system, ball, {"y": 0.0, "rx": 0.0, "ry": 0.0}).solve(0.5)
+    with pytest.raises(ParameterError, match=r"coordinate\(s\) y"):
+        StaticProblem(system, ball, {"rx": 0.0, "ry": 0.0, "rz": 0.0}).solve(0.5)
+
+
+def test_bad_input_and_failure(sample_tables):
+    system, ball = _system(sample_tables)
+    with pytest.raises(ParameterError, match="unknown coordinate"):
+        StaticProblem(system, ball, {"flexion": 0.0})
+    with pytest.raises(ParameterError, match="every coordinate"):
+        StaticProblem(system, ball, dict.fromkeys(("x", "y", "z", "rx", "ry", "rz"), 0.0))
+    with pytest.raises(ParameterError, match="not a free body"):
+        StaticProblem(system, system.bodies[1])
+    r = StaticProblem(system, ball, {"y": 0.0, "rx": 0.0, "ry": 0.0, "rz": 0.0}, max_iter=1).solve(1.0)
+    assert not r.converged and "step s = 1" in r.message and r.residual_N > 1e-6
