@@ -34,6 +34,9 @@ def setup() -> None:
         print("installing the project and its dependencies into .venv ...", flush=True)
         subprocess.run([PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
         subprocess.run([PY, "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[test]"], check=True)
+        # compile the numba kernels now, into their cache, so the first run does not wait for them
+        print("compiling the numba kernels (once) ...", flush=True)
+        subprocess.run([PY, "-m", "simclient.cli", "warmup"], check=True, cwd=ROOT)
         stamp.write_text(want)
 
 

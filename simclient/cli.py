@@ -54,6 +54,14 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if summary.ok else 1
 
 
+def _warmup(args: argparse.Namespace) -> int:
+    from simclient.scenarios.warmup import warm_up
+
+    wall = warm_up(progress=lambda s: print(f"... {s}", file=sys.stderr, flush=True))
+    print(f"kernels compiled and cached in {wall:.1f} s")
+    return 0
+
+
 def _validate(args: argparse.Namespace) -> int:
     from simclient.scenarios import ensure_sample_tables
     from simclient.scenarios.validate import run_cases
@@ -195,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", type=Path, help="folder for the table (CSV, Zarr) and the plots")
     sw.add_argument("--json", action="store_true", help="print the JSON summary")
     sw.set_defaults(func=_sweep)
+
+    w = sub.add_parser("warmup", help="compile the numba kernels into their on-disk cache (once after installing)")
+    w.set_defaults(func=_warmup)
 
     v = sub.add_parser("validate", help="closed-form validation cases")
     v.add_argument("cases", nargs="*", help="case names (default: all)")

@@ -65,3 +65,11 @@ def test_out_must_be_a_folder(sample_tables, tmp_path):
     f.write_text("x")
     r = simclient("run", "bouncing-ball", "--tables", str(sample_tables), "--t-end", "0.01", "--out", str(f))
     assert r.returncode == 1 and "not a folder" in r.stderr and f.read_text() == "x"
+
+
+def test_warmup_compiles_and_runs(capsys):
+    """``simclient warmup`` (run by dev.py at set-up) runs its short scenarios without error."""
+    from simclient.cli import main
+
+    assert main(["warmup"]) == 0
+    assert "kernels compiled and cached" in capsys.readouterr().out
