@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from simclient.bench import contact, dask_sweep, scale, soak, store, windows
+from simclient.bench import contact, dask_sweep, peers, scale, soak, store, windows
 
 __all__ = ["Bench", "BENCHES"]
 
@@ -32,6 +32,8 @@ BENCHES: dict[str, Bench] = {
                         in_all=False),
     "scale-out": Bench("store throughput with 1 and 2 replicas; reading records from object storage", scale.run,
                        scale.report, in_all=False),
+    "peers": Bench("the bouncing ball against OpenSim 4.6 (optional extra 'peers') and scipy on the analytic ball",
+                   peers.run, peers.report, in_all=False),
     "soak": Bench("the store under mixed clients and rebuilds for --minutes (errors, wrong bytes, latency, memory)",
                   soak.run, soak.report, in_all=False),
 }

@@ -1,0 +1,179 @@
+"""The bouncing ball against a compiled peer (``simclient bench peers``): OpenSim 4.6 (Simbody).
+
+In one run on this machine, medians of ``repeats``:
+
+- ours: ``simclient run bouncing-ball`` on the local sample tables (Hertz, K = 5.5e9 N/m^1.5, DOP853,
+  rtol 1e-10), the integration's wall time minus the windows' waiting;
+- OpenSim: the same ball (0.092 kg, R = 20 mm, 12 mm above the floor, 0.15 m/s sideways) as an
+  analytic ``ContactSphere`` on a ``ContactHalfSpace`` with ``HuntCrossleyForce`` (no dissipation,
+  no friction), ``Manager.integrate(0.4)`` with recording off, at accuracy 1e-5 and 1e-8. OpenSim
+  combines the two geometries' stiffness k as ``(k^(2/3) k^(2/3) / (k^(2/3) + k^(2/3)))^(3/2) =
+  k / 2^(3/2)`` and applies ``(4/3) k_c sqrt(R) delta^(3/2)``, so ``k = 2^(3/2) 3 K / (4 sqrt(R))``
+  gives the same law; the largest indentation (from an untimed run stepped every 2 us through the
+  first impact) shows the mapping is right;
+- scipy's DOP853 on the same analytic ball (a half-space, no tables), events at contact, the same
+  tolerances as ours: what the integrator costs in Python without any table.
+
+OpenSim is an optional extra (``pip install -e '.[peers]'``); without it its rows are skipped and
+the report says so. Energy change: relative, between t = 0 and the end (in flight).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["run", "report"]
+
+MASS, RADIUS, GAP, X0, VX, K, T_END = 0.092, 0.020, 0.012, -0.03, 0.15, 5.5e9, 0.4
+G = 9.81
+
+
+def _ours(tables: Path, repeats: int) -> dict[str, Any]:
+    from simclient.scenarios import Tables, get_scenario
+
+    cls = get_scenario("bouncing-ball")
+    walls, s = [], None
+    for _ in range(repeats + 1):  # the first run loads the compiled kernels and the tables' pages
+        s = cls().run(cls.Params(), Tables(folder=str(tables)))
+        waiting = sum(w["wait_s"] for w in s["windows"].values())
+        walls.append(s["wall_s"] - waiting)
+    assert s is not None
+    return {"wall_ms": statistics.median(walls[1:]) * 1e3, "steps": s["steps"], "rhs": s["rhs_evaluations"],
+            "energy_change": s["energy_drift"], "impacts": s["impacts"], "max_indentation_um": s["max_indentation_m"][0] * 1e6}
+
+
+def _analytic(repeats: int) -> dict[str, Any]:
+    """The ball on an analytic half-space with scipy's DOP853 (state x, z, vx, vz)."""
+    from scipy.integrate import solve_ivp
+
+    def rhs(t: float, y: np.ndarray) -> np.ndarray:
+        d = RADIUS - y[1]
+        f = K * d**1.5 if d > 0 else 0.0
+        return np.array([y[2], y[3], 0.0, -G + f / MASS])
+
+    def run() -> tuple[float, int, int, float, int, float]:
+        y, t, impacts, dmax, nfev, steps = np.array([X0, RADIUS + GAP, VX, 0.0]), 0.0, 0, 0.0, 0, 0
+        in_contact = False
+        t0 = time.perf_counter()
+        while t < T_END:
+            def event(tt: float, yy: np.ndarray) -> float:
+                return RADIUS - yy[1]
+            event.terminal = True  # type: ignore[attr-defined]
+            event.direction = -1.0 if in_contact else 1.0  # type: ignore[attr-defined]
+            sol = solve_ivp(rhs, (t, T_END), y, method="DOP853", rtol=1e-10, atol=1e-12, events=event,
+                            dense_output=in_contact)
+            nfev += sol.nfev
+            steps += len(sol.t) - 1
+            if in_contact:
+                tt = np.linspace(sol.t[0], sol.t[-1], 2001)
+                dmax = max(dmax, float((RADIUS - sol.sol(tt)[1]).max()))
+            t, y = float(sol.t[-1]), sol.y[:, -1]
+            if sol.status == 1:
+                in_contact = not in_contact
+                impacts += in_contact
+                y = y.copy()
+                y[1] = RADIUS + (1e-15 if not in_contact else -1e-15)
+        wall = time.perf_counter() - t0
+        e = 0.5 * MASS * (y[2] ** 2 + y[3] ** 2) + MASS * G * y[1]
+        e0 = MASS * G * (RADIUS + GAP) + 0.5 * MASS * VX**2
+        return wall, steps, nfev, (e - e0) / e0, impacts, dmax
+    results = [run() for _ in range(repeats)]
+    wall, steps, nfev, de, impacts, dmax = results[-1]
+    return {"wall_ms": statistics.median(r[0] for r in results) * 1e3, "steps": steps, "rhs": nfev,
+            "energy_change": de, "impacts": impacts, "max_indentation_um": dmax * 1e6}
+
+
+def _opensim(accuracy: float, repeats: int) -> dict[str, Any]:
+    import opensim as osim
+
+    osim.Logger.setLevelString("Warn")  # the Manager logs every integration at Info
+    model = osim.Model()
+    model.setGravity(osim.Vec3(0, -G, 0))  # OpenSim's y is up
+    ball = osim.Body("ball", MASS, osim.Vec3(0), osim.Inertia(0.4 * MASS * RADIUS**2))
+    model.addBody(ball)
+    model.addJoint(osim.FreeJoint("free", model.getGround(), ball))
+    model.addContactGeometry(osim.ContactSphere(RADIUS, osim.Vec3(0), ball, "sphere"))
+    model.addContactGeometry(osim.ContactHalfSpace(osim.Vec3(0), osim.Vec3(0, 0, -math.pi / 2), model.getGround(), "floor"))
+    hc = osim.HuntCrossleyForce()
+    hc.setStiffness(2**1.5 * 3 * K / (4 * math.sqrt(RADIUS)))
+    hc.setDissipation(0.0)
+    hc.setStaticFriction(0.0)
+    hc.setDynamicFriction(0.0)
+    hc.setViscousFriction(0.0)
+    hc.addGeometry("sphere")
+    hc.addGeometry("floor")
+    model.addForce(hc)
+    state = model.initSystem()
+    coords = model.getCoordinateSet()
+    coords.get(3).setValue(state, X0)
+    coords.get(4).setValue(state, RADIUS + GAP)
+    coords.get(3).setSpeedValue(state, VX)
+
+    def energy(s: Any) -> float:
+        model.realizeDynamics(s)
+        return float(model.calcKineticEnergy(s) + model.calcPotentialEnergy(s))
+
+    def manager(s: Any) -> Any:
+        m = osim.Manager(model)
+        m.setIntegratorAccuracy(accuracy)
+        m.setRecordStatesTrajectory(False)
+        s.setTime(0.0)
+        m.initialize(s)
+        return m
+    walls, end = [], None
+    for _ in range(repeats):
+        s = osim.State(state)
+        m = manager(s)
+        t0 = time.perf_counter()
+        end = m.integrate(T_END)
+        walls.append(time.perf_counter() - t0)
+    e0 = energy(osim.State(state))
+    de = (energy(end) - e0) / e0
+    # the largest indentation: an untimed run stepped every 2 us through the first impact
+    m, t, ymin = manager(osim.State(state)), 0.045, math.inf
+    s = m.integrate(t)
+    while t < 0.056:
+        t += 2e-6
+        s = m.integrate(t)
+        ymin = min(ymin, coords.get(4).getValue(s))
+    return {"wall_ms": statistics.median(walls) * 1e3, "energy_change": de, "max_indentation_um": (RADIUS - ymin) * 1e6}
+
+
+def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    say = progress or (lambda s: None)
+    repeats = 3 if quick else 9
+    say("ours: the bouncing ball on the local tables")
+    out: dict[str, Any] = {"repeats": repeats, "rows": {"ours (tables, DOP853 rtol 1e-10)": _ours(tables, repeats)}}
+    say("scipy DOP853 on the analytic ball")
+    out["rows"]["scipy DOP853, analytic ball (rtol 1e-10)"] = _analytic(repeats)
+    try:
+        import opensim  # noqa: F401
+    except ImportError:
+        out["opensim"] = "not installed: pip install -e '.[peers]' (OpenSim 4.6 from the package index)"
+        return out
+    for acc in (1e-5, 1e-8):
+        say(f"OpenSim 4.6, accuracy {acc:g}")
+        out["rows"][f"OpenSim 4.6 Hunt-Crossley, accuracy {acc:g}"] = _opensim(acc, repeats)
+    return out
+
+
+def report(r: dict[str, Any]) -> str:
+    lines = [f"bouncing ball, 0.4 s, 4 impacts (median of {r['repeats']}; ours: integration minus the windows' waiting)",
+             f"{'case':44s} {'wall ms':>9s} {'energy change':>14s} {'max indentation um':>19s} {'rhs':>6s}"]
+    for case, row in r["rows"].items():
+        lines.append(f"{case:44s} {row['wall_ms']:9.1f} {row['energy_change']:14.2e} {row['max_indentation_um']:19.3f} "
+                     f"{row.get('rhs', ''):>6}")
+    if "opensim" in r:
+        lines.append(f"OpenSim: {r['opensim']}")
+    else:
+        ours = r["rows"]["ours (tables, DOP853 rtol 1e-10)"]["wall_ms"]
+        peer = r["rows"]["OpenSim 4.6 Hunt-Crossley, accuracy 1e-08"]["wall_ms"]
+        lines.append(f"ours / OpenSim at 1e-8: {ours / peer:.1f}x (target <= 1.0x)")
+    return "\n".join(lines)
