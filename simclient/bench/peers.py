@@ -93,7 +93,9 @@ def _analytic(repeats: int) -> dict[str, Any]:
 def _opensim(accuracy: float, repeats: int) -> dict[str, Any]:
     import opensim as osim
 
-    osim.Logger.setLevelString("Warn")  # the Manager logs every integration at Info
+    # no opensim.log in the working folder, and no line per integration (the Manager logs at Info)
+    osim.Logger.removeFileSink()
+    osim.Logger.setLevelString("Warn")
     model = osim.Model()
     model.setGravity(osim.Vec3(0, -G, 0))  # OpenSim's y is up
     ball = osim.Body("ball", MASS, osim.Vec3(0), osim.Inertia(0.4 * MASS * RADIUS**2))
