@@ -414,34 +414,34 @@ class FolderFiles:
         except (FileNotFoundError, NotADirectoryError):
             raise TableNotFound(f"no surface table at {path}") from None
 
-    def _open(self, rel: str) -> int:
+    def _open(self, rel: str) -> tuple[int, int]:
+        """A descriptor of the regular file ``rel`` and its size (one ``fstat`` for both)."""
         fd = os.open(rel, os.O_RDONLY | os.O_NONBLOCK, dir_fd=self._dirfd)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             os.close(fd)
             raise OSError(f"{rel} is not a regular file")
-        return fd
+        return fd, st.st_size
 
     def read(self, rel: str, limit: int) -> bytes:
         """The file ``rel``, at most ``limit + 1`` bytes (one more reveals a file too long)."""
-        fd = self._open(rel)
+        fd, size = self._open(rel)
         try:
-            return os.read(fd, min(os.fstat(fd).st_size, limit) + 1)
+            return os.read(fd, min(size, limit) + 1)
         finally:
             os.close(fd)
 
     def read_range(self, rel: str, offset: int, nbytes: int) -> bytes:
-        fd = self._open(rel)
+        fd, _ = self._open(rel)
         try:
             return os.pread(fd, nbytes, offset)
         finally:
             os.close(fd)
 
     def size(self, rel: str) -> int:
-        fd = self._open(rel)
-        try:
-            return os.fstat(fd).st_size
-        finally:
-            os.close(fd)
+        fd, size = self._open(rel)
+        os.close(fd)
+        return size
 
     def version(self, rel: str) -> Any:
         """A tag that changes when ``rel`` under the table's *name* is replaced (inode, mtime)."""

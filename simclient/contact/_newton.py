@@ -53,6 +53,23 @@ _DESCRIPTIONS = {
 
 
 @jit
+def pair_windows(ints: np.ndarray, flts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A pair's window parameters in its work arrays: ``(ip_i, fp_i, ip_j, fp_j)``."""
+    return (ints[L.PAIR_IP_I:L.PAIR_IP_I + L.IP_SIZE], flts[L.PAIR_FP_I:L.PAIR_FP_I + L.FP_SIZE],
+            ints[L.PAIR_IP_J:L.PAIR_IP_J + L.IP_SIZE], flts[L.PAIR_FP_J:L.PAIR_FP_J + L.FP_SIZE])
+
+
+@jit
+def outside_quiet(ints: np.ndarray, flts: np.ndarray, x: np.ndarray) -> bool:
+    """The thesis' update rule, fast path: with the check on, is a guess outside its window's
+    quiet records (then the rule must run before solving)?"""
+    if not ints[L.PAIR_CHECK]:
+        return False
+    qi, qj = flts[L.PAIR_QUIET_I:L.PAIR_QUIET_I + 4], flts[L.PAIR_QUIET_J:L.PAIR_QUIET_J + 4]
+    return not (qi[0] <= x[0] < qi[2] and qi[1] <= x[1] < qi[3] and qj[0] <= x[2] < qj[2] and qj[1] <= x[3] < qj[3])
+
+
+@jit
 def iterate_left(ip_i: np.ndarray, fp_i: np.ndarray, ip_j: np.ndarray, fp_j: np.ndarray, x: np.ndarray) -> int:
     """The status of an iterate ``x = (u_i, v_i, u_j, v_j)`` outside a table or a window
     (tables first: no window can hold it), or -1 while it lies inside both windows."""
@@ -192,14 +209,11 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
 
     Returns ``(status, iterations)``, status a :class:`ContactStatus` value.
     """
-    ip_i, ip_j = ints[L.PAIR_IP_I:L.PAIR_IP_I + L.IP_SIZE], ints[L.PAIR_IP_J:L.PAIR_IP_J + L.IP_SIZE]
+    ip_i, fp_i, ip_j, fp_j = pair_windows(ints, flts)
     mode, max_iter = ints[L.PAIR_MODE], ints[L.PAIR_MAX_ITER]
-    fp_i, fp_j = flts[L.PAIR_FP_I:L.PAIR_FP_I + L.FP_SIZE], flts[L.PAIR_FP_J:L.PAIR_FP_J + L.FP_SIZE]
     tol, max_step = flts[L.PAIR_TOL], flts[L.PAIR_MAX_STEP]
-    if ints[L.PAIR_CHECK]:  # the thesis' update rule, fast path: is each guess in its window's quiet records?
-        qi, qj = flts[L.PAIR_QUIET_I:L.PAIR_QUIET_I + 4], flts[L.PAIR_QUIET_J:L.PAIR_QUIET_J + 4]
-        if not (qi[0] <= x[0] < qi[2] and qi[1] <= x[1] < qi[3] and qj[0] <= x[2] < qj[2] and qj[1] <= x[3] < qj[3]):
-            return NEEDS_UPDATE, 0
+    if outside_quiet(ints, flts, x):
+        return NEEDS_UPDATE, 0
     out = work[0:L.OUT_SIZE]
     o = L.OUT_SIZE
     ev = work[o:o + L.EV_SIZE]

@@ -25,7 +25,7 @@ import numpy as np
 
 from simclient.contact._newton import CONVERGED
 from simclient.contact._newton import NEEDS_UPDATE, NORMALS_ALIGNED, NOT_CONVERGED, SINGULAR, ContactStatus
-from simclient.contact._newton import iterate_left
+from simclient.contact._newton import iterate_left, outside_quiet, pair_windows
 from simclient.contact._point import Contact, ContactPair
 from simclient.errors import ParameterError
 from simclient.geometry import StorageWindow, evaluate, jit
@@ -71,14 +71,11 @@ def solve_profile_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray
                           work: np.ndarray) -> tuple[int, int]:
     """The 2D common-normal solve: same arguments and outputs as
     :func:`simclient.contact.solve_contact` (``x = (theta_i, v_i, theta_j, v_j)``, the v's fixed)."""
-    ip_i, ip_j = ints[L.PAIR_IP_I:L.PAIR_IP_I + L.IP_SIZE], ints[L.PAIR_IP_J:L.PAIR_IP_J + L.IP_SIZE]
+    ip_i, fp_i, ip_j, fp_j = pair_windows(ints, flts)
     mode, max_iter = ints[L.PAIR_MODE], ints[L.PAIR_MAX_ITER]
-    fp_i, fp_j = flts[L.PAIR_FP_I:L.PAIR_FP_I + L.FP_SIZE], flts[L.PAIR_FP_J:L.PAIR_FP_J + L.FP_SIZE]
     tol, max_step = flts[L.PAIR_TOL], flts[L.PAIR_MAX_STEP]
-    if ints[L.PAIR_CHECK]:
-        qi, qj = flts[L.PAIR_QUIET_I:L.PAIR_QUIET_I + 4], flts[L.PAIR_QUIET_J:L.PAIR_QUIET_J + 4]
-        if not (qi[0] <= x[0] < qi[2] and qi[1] <= x[1] < qi[3] and qj[0] <= x[2] < qj[2] and qj[1] <= x[3] < qj[3]):
-            return NEEDS_UPDATE, 0
+    if outside_quiet(ints, flts, x):
+        return NEEDS_UPDATE, 0
     out = work[0:L.OUT_SIZE]
     o = L.OUT_SIZE
     ev = work[o:o + L.EV_SIZE]
