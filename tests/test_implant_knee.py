@@ -77,6 +77,13 @@ def test_cli_runs_the_gait_cycle_and_writes_maps(implant_tables, tmp_path):
         assert {"force_N", "torque_Nm", "peak_pressure_Pa", "mean_pressure_Pa", "area_m2", "active_elements"} <= set(q)
     total = s["compartments"]["medial"]["force_N"] + s["compartments"]["lateral"]["force_N"]
     assert total == pytest.approx(3.0 * 700.0, rel=0.05)  # the peak axial load, 3 body weights
+    # every instant in equilibrium: the SI force imbalance (measured by a full search at each output)
+    assert s["gait"]["max_force_imbalance_stance"] <= 0.02 and s["gait"]["max_force_imbalance"] <= 0.05
+    # Bei & Fregly's pressure pass: the 50 x 50 grids at the same pose see the same contact areas
+    pp = s["pressure_pass"]
+    assert pp["element_grid"] == [50, 50] and pp["t_s"] == s["t_max_load_s"]
+    for side in ("medial", "lateral"):
+        assert pp["compartments"][side]["active_elements"] > s["compartments"][side]["active_elements"]
     import zarr
 
     g = zarr.open_group(str(tmp_path / "pressure.zarr"), mode="r")

@@ -69,3 +69,15 @@ def test_bad_input_and_failure(sample_tables):
         StaticProblem(system, system.bodies[1])
     r = StaticProblem(system, ball, {"y": 0.0, "rx": 0.0, "ry": 0.0, "rz": 0.0}, max_iter=1).solve(1.0)
     assert not r.converged and "step s = 1" in r.message and r.residual_N > 1e-6
+
+
+def test_newton_finds_a_known_root_and_reports_a_stall():
+    """``newton`` on the intersection of a circle and a line (root (3, 4) from (1, 1)), and on
+    ``|x| - 1 + 2`` which has no root: stalled, not converged, at the kink's bottom."""
+    from simclient.dynamics import newton
+
+    r = newton(lambda x: np.array([x[0] ** 2 + x[1] ** 2 - 25.0, x[1] - 4.0 / 3.0 * x[0]]), np.array([1.0, 1.0]),
+               tol=np.array([1e-12, 1e-12]), step=np.array([1e-6, 1e-6]))
+    assert r.converged and np.allclose(r.x, [3.0, 4.0], atol=1e-12)
+    r = newton(lambda x: np.abs(x) + 1.0, np.array([0.3]), tol=np.array([1e-9]), step=np.array([1e-7]), max_iter=40)
+    assert not r.converged and r.iterations < 40 and abs(r.x[0]) < 0.3 and r.f[0] >= 1.0

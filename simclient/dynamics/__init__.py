@@ -12,7 +12,8 @@
 - Integration: :func:`simulate` (contact events, any :class:`System`), :func:`integrate` (any ODE),
   :data:`METHODS`.
 - Quasi-static equilibrium: :class:`StaticProblem` (one body's free coordinates under contacts,
-  loads and gravity; prescribed coordinates; Newton with a line search; continuation along a path).
+  loads and gravity; prescribed coordinates; Newton with a line search; continuation along a path);
+  :func:`newton` (the root search it uses, for any residual function).
 """
 
 from simclient.dynamics._bodies import Body, Poses, Surface
@@ -38,11 +39,12 @@ from simclient.dynamics._planar import (
     ProfileSurface,
     Revolute2D,
 )
-from simclient.dynamics._static import COORDINATES, StaticProblem, StaticResult
+from simclient.dynamics._static import COORDINATES, NewtonResult, StaticProblem, StaticResult, newton
 from simclient.dynamics._system import ContactModel, MultibodySystem
 
 __all__ = ["Body", "Surface", "Poses", "ContactModel", "MultibodySystem", "Constraint", "SphericalJoint",
            "RevoluteJoint", "Prescribed", "Load", "LigamentLaw", "Ligament", "QuadraticLaw", "BlankevoortLaw",
            "LinearSpring", "spring_damper", "PointLoad", "pulse", "METHODS", "RK4", "solver_class", "integrate",
            "simulate", "SimulationResult", "System", "PlanarBody", "ProfileSurface", "PlanarContact", "PlanarSystem",
-           "Revolute2D", "PrescribedMotion", "PlanarConstraint", "StaticProblem", "StaticResult", "COORDINATES"]
+           "Revolute2D", "PrescribedMotion", "PlanarConstraint", "StaticProblem", "StaticResult", "COORDINATES",
+           "newton", "NewtonResult"]

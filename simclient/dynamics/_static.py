@@ -30,7 +30,7 @@ from simclient.dynamics._system import MultibodySystem
 from simclient.errors import ContactError, ParameterError
 from simclient.geometry import euler_from_matrix, rotation_matrix
 
-__all__ = ["COORDINATES", "StaticResult", "StaticProblem"]
+__all__ = ["COORDINATES", "NewtonResult", "newton", "StaticResult", "StaticProblem"]
 
 COORDINATES = ("x", "y", "z", "rx", "ry", "rz")
 _STEP = np.array([1e-7] * 3 + [1e-7] * 3)
@@ -47,6 +47,72 @@ def _rotation(theta: np.ndarray) -> np.ndarray:
 
 def _axial(W: np.ndarray) -> np.ndarray:
     return np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]]) / 2
+
+
+@dataclass
+class NewtonResult:
+    """A root search: the point ``x``, the residual ``f`` there, the Newton ``iterations`` taken
+    and whether every ``|f_i| <= tol_i`` (``converged``)."""
+
+    x: np.ndarray
+    f: np.ndarray
+    iterations: int
+    converged: bool
+
+
+def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.ndarray, step: np.ndarray,
+           max_iter: int = 50, max_step: np.ndarray | None = None,
+           unheld: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray | None] | None = None) -> NewtonResult:
+    """Solve ``fun(x) = 0`` (as many equations as unknowns) by Newton's method.
+
+    The Jacobian by central differences with steps ``step`` (per unknown), the Newton step by least
+    squares (a singular Jacobian gives the minimum-norm step), a backtracking line search on
+    ``sum((f / tol)^2)`` (so mixed units weigh by their tolerances); ``max_step`` (per unknown)
+    shortens a Newton step that would move any unknown further (a contact problem's first steps
+    from a light touch would otherwise jump far past it). The search stops, not converged, after
+    ``max_iter`` iterations or when no step along Newton's direction lowers the residual (a kink
+    of ``fun``, or the noise of its evaluation). ``unheld(x, f, J)``, called
+    before each step, may return a new ``x`` (e.g. a coordinate without stiffness moved along its
+    load) or None to take the Newton step."""
+    x = np.array(x0, float)
+    tol = np.asarray(tol, float)
+    f = fun(x)
+    for it in range(max_iter + 1):
+        if np.all(np.abs(f) <= tol):
+            return NewtonResult(x, f, it, True)
+        if it == max_iter:
+            break
+        J = np.empty((len(f), len(x)))
+        for col in range(len(x)):
+            dx = np.zeros(len(x))
+            dx[col] = step[col]
+            J[:, col] = (fun(x + dx) - fun(x - dx)) / (2 * step[col])
+        moved = unheld(x, f, J) if unheld is not None else None
+        if moved is not None:
+            x = moved
+            f = fun(x)
+            continue
+        dx = np.linalg.lstsq(J, -f, rcond=None)[0]
+        if max_step is not None:
+            dx *= min(1.0, float(np.min(np.asarray(max_step) / np.maximum(np.abs(dx), 1e-300))))
+        merit = float(np.sum((f / tol) ** 2))
+        lam = 1.0
+        while True:
+            trial = x + lam * dx
+            ft = fun(trial)
+            if float(np.sum((ft / tol) ** 2)) < (1 - 1e-4 * lam) * merit:
+                break
+            lam /= 2
+            if lam < 1 / 32:  # no step lowers the residual: stalled (a kink, or noise in fun)
+                return NewtonResult(x, f, it + 1, False)
+        x, f = trial, ft
+    return NewtonResult(x, f, max_iter, False)
+
+
+def _flat_columns(J: np.ndarray) -> list[int]:
+    """The columns of ``J`` that are zero (nothing stiffens those unknowns)."""
+    scale = np.abs(J).max()
+    return [col for col in range(J.shape[1]) if scale == 0 or not np.abs(J[:, col]).max() > 1e-9 * scale]
 
 
 @dataclass
@@ -128,63 +194,39 @@ class StaticProblem:
         rot = [abs(Q[k]) for k in self.free if k >= 3]
         return max(trans, default=0.0), max(rot, default=0.0)
 
-    def _done(self, Q: np.ndarray) -> bool:
-        rN, rM = self._residuals(Q)
-        return rN <= self.tol_N and rM <= self.tol_Nm
-
-    def jacobian(self, q: np.ndarray, s: float) -> np.ndarray:
-        """``dQ_free / dq_free`` by central differences."""
-        J = np.empty((len(self.free), len(self.free)))
-        for col, k in enumerate(self.free):
-            dq = np.zeros(6)
-            dq[k] = _STEP[k]
-            J[:, col] = (self.generalized_forces(q + dq, s)[self.free] - self.generalized_forces(q - dq, s)[self.free]) \
-                / (2 * _STEP[k])
-        return J
-
     def solve(self, s: float, q0: np.ndarray | None = None) -> StaticResult:
         """Equilibrium at load step ``s`` from ``q0`` (default: the initial pose)."""
         q = self._prescribe(self.initial(s) if q0 is None else np.asarray(q0, float), s)
+        free = np.array(self.free)
+        tol = np.where(free < 3, self.tol_N, self.tol_Nm)
+
+        def fun(x: np.ndarray) -> np.ndarray:
+            q[free] = x
+            return self.generalized_forces(q, s)[free]
+
+        def unheld(x: np.ndarray, Qf: np.ndarray, J: np.ndarray) -> np.ndarray | None:
+            # no stiffness along these: a load moves them until something (a contact closing)
+            # holds them; without a load nothing ever will
+            loose = _flat_columns(J)
+            if not loose:
+                return None
+            idle = [self.free[c] for c in loose if abs(Qf[c]) <= tol[c]]
+            if idle:
+                raise ParameterError(f"static: no load holds the free coordinate(s) "
+                                     f"{', '.join(COORDINATES[k] for k in idle)} of body {self.body.name!r}; prescribe them")
+            q[free] = x
+            return self._advance(q, s, [self.free[c] for c in loose], self.generalized_forces(q, s))[free]
+
         try:
-            Q = self.generalized_forces(q, s)
-            for it in range(self.max_iter + 1):
-                if self._done(Q):
-                    return self._result(s, q, Q, it, True, "converged")
-                if it == self.max_iter:
-                    break
-                J = self.jacobian(q, s)
-                loose = self._loose(J)
-                if loose:
-                    # no stiffness along these: a load moves them until something (a contact
-                    # closing) holds them; without a load nothing ever will
-                    idle = [k for k in loose if abs(Q[k]) <= (self.tol_N if k < 3 else self.tol_Nm)]
-                    if idle:
-                        raise ParameterError(f"static: no load holds the free coordinate(s) "
-                                             f"{', '.join(COORDINATES[k] for k in idle)} of body {self.body.name!r}; "
-                                             "prescribe them")
-                    q = self._advance(q, s, loose, Q)
-                    Q = self.generalized_forces(q, s)
-                    continue
-                step = np.linalg.lstsq(J, -Q[self.free], rcond=None)[0]
-                merit = float(Q[self.free] @ Q[self.free])
-                lam = 1.0
-                while True:
-                    trial = q.copy()
-                    trial[self.free] += lam * step
-                    Qt = self.generalized_forces(trial, s)
-                    if float(Qt[self.free] @ Qt[self.free]) < (1 - 1e-4 * lam) * merit or lam < 1e-6:
-                        break
-                    lam /= 2
-                q, Q = trial, Qt
+            r = newton(fun, q[free].copy(), tol=tol, step=_STEP[free], max_iter=self.max_iter, unheld=unheld)
         except ContactError as exc:
             return self._result(s, q, np.full(6, np.nan), 0, False, f"step s = {s:g}: contact detection failed ({exc})")
-        return self._result(s, q, Q, self.max_iter, False, f"step s = {s:g}: no equilibrium after {self.max_iter} "
-                                                         "Newton iterations")
-
-    def _loose(self, J: np.ndarray) -> list[int]:
-        """The free coordinates whose column of the Jacobian is zero (nothing stiffens them)."""
-        scale = np.abs(J).max()
-        return [k for col, k in enumerate(self.free) if scale == 0 or not np.abs(J[:, col]).max() > 1e-9 * scale]
+        q[free] = r.x
+        Q = self.generalized_forces(q, s)
+        if r.converged:
+            return self._result(s, q, Q, r.iterations, True, "converged")
+        return self._result(s, q, Q, r.iterations, False, f"step s = {s:g}: no equilibrium after {self.max_iter} "
+                                                          "Newton iterations")
 
     def _advance(self, q: np.ndarray, s: float, loose: list[int], Q: np.ndarray) -> np.ndarray:
         """Move the loose coordinates along their loads, in doubling steps from 10 um (or urad),

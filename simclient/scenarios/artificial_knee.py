@@ -12,24 +12,24 @@ Element grids: ``grid`` elements per compartment over the insert table's paramet
 each side of the intercondylar eminence (medial: +z), elements outside the fitted data's footprint
 left out; thickness from the table's ``thickness`` field (the distance to the base plane y = 0).
 
-Dynamics (reduced coordinates, like Bei & Fregly's API): flexion, internal-external rotation and
-anterior-posterior translation are prescribed; superior-inferior and medial-lateral translation
-and varus-valgus rotation are integrated with a stiff method (BDF through :func:`simclient.dynamics.integrate`) as a quasi-static,
-massless viscous model ``c si' = F_y``, ``c ml' = F_z``, ``c_r vv' = T_x`` with the contact force and
-the axial load's force ``F`` and torque ``T`` about the femoral origin: the coordinates relax to
-equilibrium with time constants ``c / k`` of tens of microseconds and lag the prescribed motion by a
-force imbalance ``c q'`` that the summary reports. Assumptions (not in the paper, which used "large
-masses" and "heavy numerical damping", no gravity, to the same end): c = 3e3 N s/m, c_r = 3 N m s/rad
-(c times about the compartments' half spacing squared), body weight 700 N; the axial load acts
-along -y through a point 70 % of the way from the lateral to the medial compartment's centre (a
-70/30 medial/lateral split at equilibrium); inertia is neglected (the analysis is quasi-static).
-The active-set search tracks the elements within 0.2 mm of the femur (``margin``; with Bei &
-Fregly's search of the penetrating elements only, a settle on these flat-on-flat compartments misses
-a second contact area and stops 141 N out of balance); no periodic full search (a full search at
-every evaluation gives the same histories). The force imbalance is the viscous model's lag and
-scales with ``c``: about 10 % of the load in stance and up to half the 175 N load at the end of
-swing, where the femur moves fastest relative to the load; with c = 1e3 N s/m it is a third of that
-(the forces at maximum load change by 0.2 %) but the stiffer system takes ten times longer.
+Equilibrium (reduced coordinates, like Bei & Fregly's API): flexion, internal-external rotation and
+anterior-posterior translation are prescribed; superior-inferior and medial-lateral translation and
+varus-valgus rotation are solved for equilibrium at every output instant (Newton from the previous
+instant, :func:`simclient.dynamics.newton`): the contact force plus the axial load's force ``F``
+and torque ``T`` about the femoral origin, ``(F_y, F_z, T_x) = 0``, to 5e-4 of the load (``TOL_REL``).
+The analysis is quasi-static: inertia is neglected (the paper used "large masses" and "heavy
+numerical damping", no gravity, to the same end). Where Newton stalls at a kink of the contact
+force (an element entering or leaving the contact) within 1 % of the load (``ACCEPT_REL``) the
+point is taken; farther out the femur is first relaxed with the viscous model ``c q' = Q`` (BDF;
+c = 3e3 N s/m, c_r = 3 N m s/rad), which is also how the static settles find their equilibrium from
+the first touch. The summary reports the SI force imbalance ``|F_y| / load`` at every output.
+Assumptions (not in the paper): body weight 700 N; the axial load acts along -y through a point
+70 % of the way from the lateral to the medial compartment's centre (a 70/30 medial/lateral split at
+equilibrium). The active-set search tracks the elements within 0.2 mm of the femur (``margin``;
+with Bei & Fregly's search of the penetrating elements only, a settle on these flat-on-flat
+compartments misses a second contact area); every solution is checked by a full search.
+After the cycle, Bei & Fregly's pressure pass: the 50 x 50 element grids evaluated at the pose of
+maximum load (``pressure_grid``).
 
 Gait-like cycle (1 s, assumption: smooth monotone-cubic curves through the values below, in the
 range of fluoroscopic TKA gait data): flexion 5-18-8 deg in stance and up to 60 deg in swing,
@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ import numpy as np
 from scipy.interpolate import PchipInterpolator
 
 from simclient.contact import FoundationContact, LayerLaw, LinearLayer, NonlinearLayer, element_grid
-from simclient.dynamics import integrate
+from simclient.dynamics import NewtonResult, integrate, newton
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.geometry import rx, ry, rz
 from simclient.io import Source, read_field
@@ -71,8 +71,20 @@ GAIT: dict[str, tuple[list[float], list[float]]] = {
 }
 
 
-#: absolute tolerances of (si, ml, vv): 0.1 um, 0.1 um, 1e-5 rad (0.6 mdeg)
-ATOL = [1e-7, 1e-7, 1e-5]
+#: equilibrium tolerance, relative to the axial load: |Q_si|, |Q_ml| <= TOL_REL load (N) and
+#: |Q_vv| <= TOL_REL load 20 mm (N m; about the compartments' half spacing, so that Newton's line
+#: search weighs force and moment alike). Not tighter: the windowed Hermite interpolation of the
+#: femoral table (re-centred as the femur moves) changes the contact force at one pose by up to a few
+#: 1e-4 of the load between evaluations.
+TOL_REL = 5e-4
+#: where Newton stalls above TOL_REL (that noise, or a kink of the contact force as an element
+#: enters), the point is accepted if its residual is within this fraction of the load (the summary
+#: reports the imbalance measured at every output)
+ACCEPT_REL = 1e-2
+#: central-difference steps of (si, ml, vv) for the Newton Jacobian: m, m, rad
+STEP = np.array([1e-8, 1e-8, 1e-7])
+#: the largest Newton step of (si, ml, vv): m, m, rad
+MAX_STEP = np.array([5e-5, 2e-4, 2e-3])
 
 
 @dataclass(frozen=True)
@@ -82,17 +94,20 @@ class ImplantKneeParams:
     material: str = param("linear", "UHMWPE model", choices=("linear", "nonlinear"))
     analysis: str = param("both", "static settles, the gait-like cycle or both", choices=("static", "gait", "both"))
     grid: tuple[int, int] = extent_param((30, 30), "elements per compartment")
+    pressure_grid: tuple[int, int] = extent_param((50, 50), "elements per compartment of the pressure pass at maximum "
+                                                            "load (Bei & Fregly); 0x0: none")
     body_weight: float = 700.0
-    damping: float = 3e3
-    damping_rot: float = 3.0
     margin: float = 2e-4  # active-set tracking margin (m) and full-search period, see FoundationContact
     full_every: int = 0
     medial_share: float = 0.7
     cycle_s: float = 1.0
-    settle_s: float = 0.3
     static_loads_N: tuple[float, ...] = (1000.0, 2000.0, 3000.0)
     static_flexion_deg: tuple[float, ...] = (0.0, 30.0, 60.0)
-    rtol: float = 1e-5
+    max_iter: int = 30  # Newton iterations per equilibrium
+    damping: float = 3e3  # of the settles' viscous relaxation: N s/m, and N m s/rad for the rotation
+    damping_rot: float = 3.0
+    settle_s: float = 0.3  # s of relaxation from the first touch (static settles)
+    relax_s: float = 0.01  # s of relaxation where Newton stalls
     outputs: int = 101
 
     def __post_init__(self) -> None:
@@ -194,22 +209,88 @@ class ImplantKnee:
         return np.array([F[1], F[2], T[0]]), res
 
     # -- analyses -----------------------------------------------------------------------------------
-    def integrate(self, t_end: float, prescribed: Callable[[float], tuple[float, float, float, float]],
-                 y0: np.ndarray | None = None, t_eval: np.ndarray | None = None) -> Any:
-        """Integrate the free coordinates (si, ml, vv) from ``y0`` (default: neutral) with
-        ``prescribed(t) -> (flexion, ie, ap, load)``: ``c q' = Q(q, t)``, BDF."""
+    def relax(self, t_end: float, load: tuple[float, float, float, float], y0: np.ndarray) -> np.ndarray:
+        """The viscous model ``c q' = Q(q)`` of the free coordinates at a fixed prescribed pose and
+        load ``(flexion, ie, ap, load)``, integrated for ``t_end`` (s) from ``y0`` (BDF): the way a
+        released femur settles, which finds the stable equilibrium from a first touch where
+        Newton alone wanders off (the contact's stiffness changes with every element it gains and
+        one direction is unstable until both compartments touch)."""
         p = self.params
         c = np.array([p.damping, p.damping, p.damping_rot])
 
         def rhs(t: float, y: np.ndarray) -> np.ndarray:
-            Q, _ = self.generalized_forces(y, *prescribed(t))
-            return Q / c
+            return self.generalized_forces(y, *load)[0] / c
 
-        y0 = np.zeros(3) if y0 is None else y0
-        sol = integrate(rhs, (0.0, t_end), y0, method="BDF", rtol=p.rtol, atol=ATOL, t_eval=t_eval)
+        sol = integrate(rhs, (0.0, t_end), y0, method="BDF", rtol=1e-5, atol=[1e-7, 1e-7, 1e-5])
         if sol.status != 0:
-            raise SimulationError(f"artificial knee: the integrator failed at t = {sol.t[-1]:.4g} s: {sol.message}")
-        return sol
+            raise SimulationError(f"artificial knee: the settle failed at t = {sol.t[-1]:.4g} s: {sol.message}")
+        return sol.y[:, -1]
+
+    def equilibrium(self, y0: np.ndarray, flexion: float, ie: float, ap: float, load: float) -> np.ndarray:
+        """The free coordinates (si, ml, vv) in equilibrium at this prescribed pose and load, by
+        Newton from ``y0`` with the active-set search, checked by a full search at the solution
+        (and solved again from there if it does not hold, at most three times). Where Newton
+        stalls (at a kink of the contact force, an element entering or leaving) within
+        ``ACCEPT_REL`` of the load, that point is taken; farther out, the femur is relaxed from
+        ``y0`` (:meth:`relax`, ``relax_s``, four times longer at each try) before the next. The
+        best point is returned if within ``ACCEPT_REL``, else :class:`SimulationError`."""
+        tol = TOL_REL * load * np.array([1.0, 1.0, 0.02])
+
+        def solve(y: np.ndarray) -> NewtonResult:
+            return newton(lambda q: self.generalized_forces(q, flexion, ie, ap, load)[0], y, tol=tol,
+                          step=STEP, max_iter=self.params.max_iter, max_step=MAX_STEP)
+
+        load_case = (flexion, ie, ap, load)
+
+        def residual(y: np.ndarray) -> float:  # largest |Q| over its tolerance, full search
+            return float(np.max(np.abs(self.generalized_forces(y, *load_case, full=True)[0]) / tol))
+
+        best: tuple[float, np.ndarray] = (math.inf, y0)
+        y = y0
+        for attempt in range(3):
+            r = solve(y)
+            worst = residual(r.x)  # the full search also hands the tracked set every element near
+            if worst < best[0]:
+                best = (worst, r.x)
+            if worst <= 1.0 or (not r.converged and worst <= ACCEPT_REL / TOL_REL):
+                break
+            # converged on the tracked set only: again from there; stalled far out of balance (at
+            # a kink of the contact force, an element entering or leaving): settle first, longer
+            # each time
+            y = r.x if r.converged else self.relax(self.params.relax_s * 4**attempt, load_case, y0)
+        if best[0] > ACCEPT_REL / TOL_REL:
+            raise SimulationError(f"artificial knee: no equilibrium at flexion {math.degrees(flexion):.2f} deg, IE "
+                                  f"{math.degrees(ie):.2f} deg, AP {ap * 1e3:.2f} mm, load {load:.1f} N: Newton "
+                                  f"stopped {best[0] * TOL_REL:.2%} of the load out of balance (accepted: "
+                                  f"{ACCEPT_REL:.1%})")
+        return best[1]
+        r = solve(r.x, True)
+        if not r.converged:  # Newton stalled at a kink of the contact: settle first, then solve
+            again = solve(self.relax(self.params.relax_s, load_case, y0), True)
+            r = min((r, again), key=lambda x: float(np.max(np.abs(x.f) / tol)))
+        worst = residual(r.x)
+        if worst > ACCEPT_REL / TOL_REL:
+            raise SimulationError(f"artificial knee: no equilibrium at flexion {math.degrees(flexion):.2f} deg, IE "
+                                  f"{math.degrees(ie):.2f} deg, AP {ap * 1e3:.2f} mm, load {load:.1f} N: Newton "
+                                  f"stopped at residual {np.abs(r.f[:2]).max():.3g} N, {abs(r.f[2]):.3g} N m, over "
+                                  f"{ACCEPT_REL:.1%} of the load")
+        return r.x
+        r = solve(r.x if r.converged else y0, True)
+        if not r.converged:  # Newton stalled at a kink of the contact: settle first, then solve
+            r = solve(self.relax(self.params.relax_s, load_case, y0), True)
+        if not r.converged:
+            raise SimulationError(f"artificial knee: no equilibrium at flexion {math.degrees(flexion):.2f} deg, IE "
+                                  f"{math.degrees(ie):.2f} deg, AP {ap * 1e3:.2f} mm, load {load:.1f} N after "
+                                  f"{self.params.max_iter} Newton iterations (residual {np.abs(r.f[:2]).max():.3g} N, "
+                                  f"{abs(r.f[2]):.3g} N m)")
+        return r.x
+        r = solve(r.x if r.converged else y0, True)
+        if not r.converged:
+            raise SimulationError(f"artificial knee: no equilibrium at flexion {math.degrees(flexion):.2f} deg, IE "
+                                  f"{math.degrees(ie):.2f} deg, AP {ap * 1e3:.2f} mm, load {load:.1f} N after "
+                                  f"{self.params.max_iter} Newton iterations (residual {np.abs(r.f[:2]).max():.3g} N, "
+                                  f"{abs(r.f[2]):.3g} N m)")
+        return r.x
 
     def touching(self, flexion: float, ie: float = 0.0, ap: float = 0.0) -> float:
         """Superior-inferior offset (m) at which the femur, lowered from above at this pose, first
@@ -238,12 +319,12 @@ class ImplantKnee:
         return hi
 
     def static(self, flexion_deg: float, load: float) -> tuple[np.ndarray, dict[str, Any]]:
-        """Settle under a constant vertical load at a fixed flexion (IE = AP = 0), starting at rest
-        where the femur touches: the free coordinates at rest and the compartments' results."""
+        """Equilibrium under a constant vertical load at a fixed flexion (IE = AP = 0): the femur
+        released where it touches, settled (:meth:`relax`) and the equilibrium solved from there;
+        the free coordinates and the compartments' results."""
         fl = math.radians(flexion_deg)
-        y0 = np.array([self.touching(fl), 0.0, 0.0])
-        sol = self.integrate(self.params.settle_s, lambda t: (fl, 0.0, 0.0, load), y0=y0)
-        y = sol.y[:, -1]
+        y = self.relax(self.params.settle_s, (fl, 0.0, 0.0, load), np.array([self.touching(fl), 0.0, 0.0]))
+        y = self.equilibrium(y, fl, 0.0, 0.0, load)
         Q, res = self.generalized_forces(y, fl, 0.0, 0.0, load, full=True)
         return y, {"flexion_deg": flexion_deg, "load_N": load, "residual_force_N": float(np.abs(Q[:2]).max()),
                    "residual_torque_Nm": float(abs(Q[2])), "si_mm": y[0] * 1e3, "ml_mm": y[1] * 1e3,
@@ -259,22 +340,26 @@ class ImplantKnee:
             return (math.radians(float(curves["flexion_deg"](t))), math.radians(float(curves["internal_external_deg"](t))),
                     float(curves["anterior_posterior_mm"](t)) * 1e-3, float(curves["axial_load_bw"](t)) * p.body_weight)
 
-        y0, _ = self.static(GAIT["flexion_deg"][1][0], GAIT["axial_load_bw"][1][0] * p.body_weight)
+        y, _ = self.static(GAIT["flexion_deg"][1][0], GAIT["axial_load_bw"][1][0] * p.body_weight)
         t_out = np.linspace(0.0, p.cycle_s, p.outputs)
-        evals0 = self.contact.elements_evaluated
+        evals0, casts0 = self.contact.stats["evaluations"], self.contact.elements_evaluated
         t0 = time.perf_counter()
-        sol = self.integrate(p.cycle_s, prescribed, y0=y0, t_eval=t_out)
+        solutions = []
+        for t in t_out:  # each instant from the previous one's equilibrium
+            y = self.equilibrium(y, *prescribed(float(t)))
+            solutions.append(y)
         wall = time.perf_counter() - t0
-        casts = self.contact.elements_evaluated - evals0
-        history: dict[str, Any] = {"t_s": t_out.tolist(), "load_N": [], "flexion_deg": [], "si_mm": (sol.y[0] * 1e3).tolist(),
-                                   "ml_mm": (sol.y[1] * 1e3).tolist(), "varus_valgus_deg": np.degrees(sol.y[2]).tolist(),
+        evaluations, casts = self.contact.stats["evaluations"] - evals0, self.contact.elements_evaluated - casts0
+        ys = np.array(solutions).T
+        history: dict[str, Any] = {"t_s": t_out.tolist(), "load_N": [], "flexion_deg": [], "si_mm": (ys[0] * 1e3).tolist(),
+                                   "ml_mm": (ys[1] * 1e3).tolist(), "varus_valgus_deg": np.degrees(ys[2]).tolist(),
                                    "medial_N": [], "lateral_N": []}
         maps: dict[str, list[np.ndarray]] = {n: [] for n in self.contact.compartments}
         results = []
         imbalance = []
         for k, t in enumerate(t_out):
             fl, ie, ap, load = prescribed(t)
-            Q, res = self.generalized_forces(sol.y[:, k], fl, ie, ap, load, full=True)
+            Q, res = self.generalized_forces(ys[:, k], fl, ie, ap, load, full=True)
             imbalance.append(abs(Q[0]) / load)
             results.append(res)
             history["load_N"].append(load)
@@ -284,17 +369,22 @@ class ImplantKnee:
                 maps[n].append(r.pressure.reshape(self.contact.compartments[n].grid.shape))
         k_max = int(np.argmax(history["load_N"]))
         # the cost of one element evaluation alone: full searches at the maximum-load pose
-        R, r = self.pose(sol.y[:, k_max], *prescribed(float(t_out[k_max]))[:3])
+        R, r = self.pose(ys[:, k_max], *prescribed(float(t_out[k_max]))[:3])
         n0, t1 = self.contact.elements_evaluated, time.perf_counter()
         for _ in range(20):
             self.contact.evaluate(np.eye(3), np.zeros(3), R, r, full=True)
         per_element = (time.perf_counter() - t1) / (self.contact.elements_evaluated - n0) * 1e6
         history["imbalance"] = imbalance  # |superior-inferior force imbalance| / axial load
         stance = t_out <= 0.6 * p.cycle_s
-        return {"history": history, "maps": {n: np.array(v) for n, v in maps.items()}, "t_max_load_s": float(t_out[k_max]),
+        extra = {}
+        if min(p.pressure_grid) > 0:
+            # Bei & Fregly's pressure pass: a finer grid evaluated at the coarse run's pose
+            fine = ImplantKnee(self.insert, self.femoral, replace(p, grid=p.pressure_grid))
+            extra["pressure_pass"] = fine.generalized_forces(ys[:, k_max], *prescribed(float(t_out[k_max])), full=True)[1]
+        return {**extra,"history": history, "maps": {n: np.array(v) for n, v in maps.items()}, "t_max_load_s": float(t_out[k_max]),
                 "at_max_load": results[k_max], "max_imbalance": float(max(imbalance)),
                 "max_imbalance_stance": float(np.max(np.array(imbalance)[stance])), "wall_s": wall,
-                "rhs_evaluations": int(sol.nfev),
+                "evaluations": int(evaluations), "solutions": ys,
                 "element_casts": int(casts), "us_per_element": wall / max(casts, 1) * 1e6,
                 "us_per_element_full_search": per_element}
 
@@ -327,11 +417,14 @@ def artificial_knee(insert: Source, femoral: Source, params: ImplantKneeParams |
             g = artifacts["gait"] = knee.gait()
             values["compartments"] = {n: c.summary() for n, c in g["at_max_load"].items()}
             values["t_max_load_s"] = g["t_max_load_s"]
-            values["gait"] = {"wall_s": g["wall_s"], "rhs_evaluations": g["rhs_evaluations"],
+            values["gait"] = {"wall_s": g["wall_s"], "evaluations": g["evaluations"],
                               "max_force_imbalance": g["max_imbalance"],
                               "max_force_imbalance_stance": g["max_imbalance_stance"],
                               "element_casts": g["element_casts"], "us_per_element": g["us_per_element"],
                               "us_per_element_full_search": g["us_per_element_full_search"]}
+            if "pressure_pass" in g:
+                values["pressure_pass"] = {"element_grid": list(p.pressure_grid), "t_s": g["t_max_load_s"],
+                                           "compartments": {n: c.summary() for n, c in g["pressure_pass"].items()}}
             if out is not None:
                 from simclient.scenarios.report import save_artificial_knee
 
@@ -369,7 +462,7 @@ class ArtificialKnee(Scenario, name="artificial-knee", params=ImplantKneeParams,
                          f"{row['si_mm']:+.3f} mm, ML {row['ml_mm']:+.3f} mm, VV {row['varus_valgus_deg']:+.3f} deg")
         if "gait" in summary:
             g = summary["gait"]
-            lines.append(f"  gait cycle: {g['wall_s']:.2f} s wall, {g['rhs_evaluations']} evaluations, "
+            lines.append(f"  gait cycle: {g['wall_s']:.2f} s wall, {g['evaluations']} contact evaluations, "
                          f"{g['element_casts']} ray casts ({g['us_per_element']:.1f} us each with everything, "
                          f"{g['us_per_element_full_search']:.2f} us per element evaluation alone); force imbalance <= "
                          f"{g['max_force_imbalance_stance']:.1%} of the load in stance, {g['max_force_imbalance']:.0%} "
@@ -381,5 +474,13 @@ class ArtificialKnee(Scenario, name="artificial-knee", params=ImplantKneeParams,
                                   ("mean_pressure_Pa", "average pressure [MPa]", 1e-6),
                                   ("area_m2", "contact area [mm^2]", 1e6), ("active_elements", "active elements", 1)):
             lines.append(f"  {label:24s}{c['medial'][key] * scale:12.4g}{c['lateral'][key] * scale:12.4g}")
+        if "pressure_pass" in summary:
+            pp = summary["pressure_pass"]
+            lines.append(f"  pressure pass, {pp['element_grid'][0]} x {pp['element_grid'][1]} elements at the same pose:")
+            for key, label, scale in (("force_N", "contact force [N]", 1), ("torque_Nm", "contact torque [N m]", 1),
+                                      ("peak_pressure_Pa", "peak pressure [MPa]", 1e-6),
+                                      ("area_m2", "contact area [mm^2]", 1e6)):
+                lines.append(f"  {label:24s}" + "".join(f"{pp['compartments'][n][key] * scale:12.4g}"
+                                                        for n in ("medial", "lateral")))
         lines.extend(f"  wrote {f}" for f in summary.get("files", []))
         return "\n".join(lines)
