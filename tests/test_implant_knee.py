@@ -91,3 +91,22 @@ def test_cli_runs_the_gait_cycle_and_writes_maps(implant_tables, tmp_path):
     k = int(np.argmin(np.abs(g["t_s"][:] - s["t_max_load_s"])))
     assert np.nanmax(g["medial"][k]) == pytest.approx(s["compartments"]["medial"]["peak_pressure_Pa"], rel=1e-12)
     assert (tmp_path / "artificial_knee_pressure.png").stat().st_size > 1000
+
+
+def test_rays_ignore_the_fits_extrapolation_beyond_the_data(implant_tables):
+    """The per-condyle toroidal tables extend beyond their data (the fit's extrapolation curls into
+    the insert): rays hitting there are no contact. At a settled pose of the single patch, each
+    condyle's table carries a force of the single patch's size (it gave 30 times more before)."""
+    from simclient.contact import FoundationContact
+    from simclient.scenarios.artificial_knee import MATERIALS
+
+    knee = _knee(implant_tables, "linear")
+    y, r = knee.static(0.0, 2000.0)
+    R, c = knee.pose(y, 0.0, 0.0, 0.0)
+    for side in ("medial", "lateral"):
+        table = open_surface(implant_tables / f"femoral_{side}.zarr")
+        whole = (table.header.n_rec_u, table.header.n_rec_v)  # no window limits: every ray is cast to its end
+        fc = FoundationContact([knee.contact.compartments[side].grid], table, MATERIALS["linear"], extent=whole)
+        res = fc.evaluate(np.eye(3), np.zeros(3), R, c, full=True)[side]
+        single = np.linalg.norm(r["results"][side].force)
+        assert 0.6 * single < np.linalg.norm(res.force) < 1.2 * single and fc.stats["misses"] == 0

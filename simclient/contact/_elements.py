@@ -92,11 +92,8 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
         s = win.sample(a, b)
         centre[k], normal[k] = s.point, s.normal
         area[k] = np.linalg.norm(np.cross(s.su, s.sv)) * du * dv
-    usable = np.ones(len(uv), bool)
-    if "data_distance" in h.extras:
-        radius = (h.source.get("fit") or {}).get("footprint_radius_m")
-        if radius is not None:
-            usable = _field(source, "data_distance")(uv) <= radius
+    inside = _footprint(source)
+    usable = np.ones(len(uv), bool) if inside is None else inside(uv)
     if isinstance(thickness, str):
         hh = _field(source, thickness)(uv)
     elif callable(thickness):
@@ -107,6 +104,18 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
         raise ContactError(f"{source.name}: element thickness must be positive and finite "
                            f"(min {np.nanmin(hh[usable]):.3g} m)")
     return ElementGrid(name, (nu, nv), uv, centre, normal, area, hh, usable)
+
+
+def _footprint(source: Source) -> Callable[[np.ndarray], np.ndarray] | None:
+    """For a fitted table with a ``data_distance`` field: ``f(uv) -> bool``, True where (u, v)
+    lies within the fit's data footprint (the surface beyond it is the fit's extrapolation); None
+    for tables without one (every point counts)."""
+    h = source.header
+    radius = (h.source.get("fit") or {}).get("footprint_radius_m")
+    if "data_distance" not in h.extras or radius is None:
+        return None
+    distance = _field(source, "data_distance")
+    return lambda uv: distance(uv) <= radius
 
 
 def _field(source: Source, array: str) -> RegularGridInterpolator:
@@ -239,6 +248,7 @@ class ElementDetector:
         elif moving_thickness is not None:
             h_m = float(moving_thickness)
             self._moving_h = lambda uv: np.full(len(uv), h_m)
+        self._moving_inside = _footprint(moving)
         self.compartments = {g.name: _Compartment(g, StorageWindow(moving, extent=extent, interpolation=interpolation,
                                                                    centre=guesses.get(g.name)))
                              for g in grids}
@@ -314,6 +324,11 @@ class ElementDetector:
                 wave = np.flatnonzero(g.usable & ~evaluated)
         k.near = near
         active = near & evaluated & (k.out[:, 6] == HIT) & (k.out[:, 0] < 0)
+        if self._moving_inside is not None and active.any():
+            # a hit beyond the moving table's data footprint is on the fit's extrapolation, not on
+            # the body: no contact there
+            a = np.flatnonzero(active)
+            active[a[~self._moving_inside(k.out[a, 1:3])]] = False
         k.last = self._contact(k, R, active)
         return k.last
 

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -264,33 +263,6 @@ class ImplantKnee:
                                   f"stopped {best[0] * TOL_REL:.2%} of the load out of balance (accepted: "
                                   f"{ACCEPT_REL:.1%})")
         return best[1]
-        r = solve(r.x, True)
-        if not r.converged:  # Newton stalled at a kink of the contact: settle first, then solve
-            again = solve(self.relax(self.params.relax_s, load_case, y0), True)
-            r = min((r, again), key=lambda x: float(np.max(np.abs(x.f) / tol)))
-        worst = residual(r.x)
-        if worst > ACCEPT_REL / TOL_REL:
-            raise SimulationError(f"artificial knee: no equilibrium at flexion {math.degrees(flexion):.2f} deg, IE "
-                                  f"{math.degrees(ie):.2f} deg, AP {ap * 1e3:.2f} mm, load {load:.1f} N: Newton "
-                                  f"stopped at residual {np.abs(r.f[:2]).max():.3g} N, {abs(r.f[2]):.3g} N m, over "
-                                  f"{ACCEPT_REL:.1%} of the load")
-        return r.x
-        r = solve(r.x if r.converged else y0, True)
-        if not r.converged:  # Newton stalled at a kink of the contact: settle first, then solve
-            r = solve(self.relax(self.params.relax_s, load_case, y0), True)
-        if not r.converged:
-            raise SimulationError(f"artificial knee: no equilibrium at flexion {math.degrees(flexion):.2f} deg, IE "
-                                  f"{math.degrees(ie):.2f} deg, AP {ap * 1e3:.2f} mm, load {load:.1f} N after "
-                                  f"{self.params.max_iter} Newton iterations (residual {np.abs(r.f[:2]).max():.3g} N, "
-                                  f"{abs(r.f[2]):.3g} N m)")
-        return r.x
-        r = solve(r.x if r.converged else y0, True)
-        if not r.converged:
-            raise SimulationError(f"artificial knee: no equilibrium at flexion {math.degrees(flexion):.2f} deg, IE "
-                                  f"{math.degrees(ie):.2f} deg, AP {ap * 1e3:.2f} mm, load {load:.1f} N after "
-                                  f"{self.params.max_iter} Newton iterations (residual {np.abs(r.f[:2]).max():.3g} N, "
-                                  f"{abs(r.f[2]):.3g} N m)")
-        return r.x
 
     def touching(self, flexion: float, ie: float = 0.0, ap: float = 0.0) -> float:
         """Superior-inferior offset (m) at which the femur, lowered from above at this pose, first
@@ -376,12 +348,12 @@ class ImplantKnee:
         per_element = (time.perf_counter() - t1) / (self.contact.elements_evaluated - n0) * 1e6
         history["imbalance"] = imbalance  # |superior-inferior force imbalance| / axial load
         stance = t_out <= 0.6 * p.cycle_s
-        extra = {}
+        out: dict[str, Any] = {}
         if min(p.pressure_grid) > 0:
             # Bei & Fregly's pressure pass: a finer grid evaluated at the coarse run's pose
             fine = ImplantKnee(self.insert, self.femoral, replace(p, grid=p.pressure_grid))
-            extra["pressure_pass"] = fine.generalized_forces(ys[:, k_max], *prescribed(float(t_out[k_max])), full=True)[1]
-        return {**extra,"history": history, "maps": {n: np.array(v) for n, v in maps.items()}, "t_max_load_s": float(t_out[k_max]),
+            out["pressure_pass"] = fine.generalized_forces(ys[:, k_max], *prescribed(float(t_out[k_max])), full=True)[1]
+        return {**out, "history": history, "maps": {n: np.array(v) for n, v in maps.items()}, "t_max_load_s": float(t_out[k_max]),
                 "at_max_load": results[k_max], "max_imbalance": float(max(imbalance)),
                 "max_imbalance_stance": float(np.max(np.array(imbalance)[stance])), "wall_s": wall,
                 "evaluations": int(evaluations), "solutions": ys,
