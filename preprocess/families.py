@@ -242,6 +242,36 @@ class EllipticParaboloid(Family):
         return s, tu, tv
 
 
+class HeightPolynomial(Family):
+    """A height field ``s = (u, v, f(u, v))``, ``f = sum_ij c[i][j] u^i v^j`` (metres): the bivariate
+    polynomial surfaces of Blankevoort et al. (1991) for the tibial plateaus. ``coefficients`` is
+    the matrix ``c`` (row i: the powers of u); normal to the +z side."""
+
+    name = "height_polynomial"
+    params = ("coefficients",)
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        try:
+            c = np.atleast_2d(np.asarray(params.get("coefficients"), dtype=float))
+        except (TypeError, ValueError):
+            c = np.empty((0, 0))
+        if c.ndim != 2 or c.size == 0 or not np.isfinite(c).all():
+            raise DefinitionError(f"{self.name}: coefficients must be a non-empty matrix of finite numbers "
+                                  "(row i: the coefficients of u^i v^0, u^i v^1, ...)")
+        self.c = c
+
+    def evaluate(self, u: np.ndarray, v: np.ndarray) -> Arrays:
+        u, v = np.broadcast_arrays(np.asarray(u, float), np.asarray(v, float))
+        P = np.polynomial.polynomial
+        f = P.polyval2d(u, v, self.c)
+        fu = P.polyval2d(u, v, P.polyder(self.c, axis=0)) if self.c.shape[0] > 1 else np.zeros_like(u)
+        fv = P.polyval2d(u, v, P.polyder(self.c, axis=1)) if self.c.shape[1] > 1 else np.zeros_like(u)
+        one, zero = np.ones_like(u), np.zeros_like(u)
+        return (np.stack([u, v, f], axis=-1), np.stack([one, zero, fu], axis=-1),
+                np.stack([zero, one, fv], axis=-1))
+
+
 def _knots(name: str, key: str, knots: Any, n: int, p: int) -> np.ndarray:
     try:
         t = np.asarray(knots, dtype=float)
@@ -465,8 +495,8 @@ class PolarProfile(Family):
 
 
 FAMILIES: dict[str, type[Family]] = {
-    cls.name: cls for cls in (Plane, Sphere, Ellipsoid, Cylinder, Torus, EllipticParaboloid, Nurbs, ThinPlate,
-                              PolarProfile)
+    cls.name: cls for cls in (Plane, Sphere, Ellipsoid, Cylinder, Torus, EllipticParaboloid, HeightPolynomial, Nurbs,
+                              ThinPlate, PolarProfile)
 }
 
 

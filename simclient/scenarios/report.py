@@ -372,3 +372,50 @@ def save_artificial_knee(out: Path, gait: dict[str, Any], knee: Any, params: Any
     plt.close(fig)
     return [str(out / f) for f in ("pressure.zarr", "artificial_knee.csv", "artificial_knee_pressure.png",
                                    "artificial_knee.png")] + [str(f) for f in series]
+
+
+def save_blankevoort(out: Path, summary: Summary) -> list[str]:
+    """Save Blankevoort's envelope to ``out``: ``blankevoort_envelope.csv`` (one row per solved
+    flexion and path) and ``blankevoort_envelope.png`` (internal-external rotation, varus, the
+    femoral origin's translations and the per-condyle contact forces against flexion, both paths)."""
+    plt = _pyplot()
+    out.mkdir(parents=True, exist_ok=True)
+    rows = summary["envelope"]
+    cols = ["flexion_deg", "internal_rotation_deg", "varus_deg", "ap_mm", "ml_mm", "pd_mm", "medial_force_N",
+            "lateral_force_N", "residual_N", "residual_Nm"]
+    table = [[r["flexion_deg"], r["internal_rotation_deg"], r["varus_deg"], *(np.array(r["translation_m"]) * 1e3),
+              r["medial_force_N"], r["lateral_force_N"], r["residual_N"], r["residual_Nm"]] for r in rows]
+    with open(out / "blankevoort_envelope.csv", "w") as f:
+        f.write("path," + ",".join(cols) + "\n")
+        for r, values in zip(rows, table):
+            f.write(r["path"] + "," + ",".join(f"{v:.9g}" for v in values) + "\n")
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
+    for path, style in (("internal", "-"), ("external", "--")):
+        sel = [v for r, v in zip(rows, table) if r["path"] == path]
+        if not sel:
+            continue
+        a = np.array(sel)
+        axes[0, 0].plot(a[:, 0], a[:, 1], style, label=f"internal rotation, {path} torque")
+        axes[0, 0].plot(a[:, 0], a[:, 2], style, label=f"varus, {path} torque")
+        for k, name in ((3, "AP"), (4, "ML"), (5, "PD")):
+            axes[0, 1].plot(a[:, 0], a[:, k], style, label=f"{name}, {path}")
+        axes[1, 0].plot(a[:, 0], a[:, 6], style, label=f"medial, {path}")
+        axes[1, 0].plot(a[:, 0], a[:, 7], style, label=f"lateral, {path}")
+    if "at_95_deg_internal" in summary:
+        paper = summary["at_95_deg_internal"]["paper"]
+        axes[1, 0].plot([95, 95], [paper["medial_force_N"], paper["lateral_force_N"]], "k*", label="paper, 95 deg")
+    axes[0, 0].set_ylabel("rotation of the tibia [deg]")
+    axes[0, 1].set_ylabel("femoral origin in the tibia frame [mm]")
+    axes[1, 0].set_ylabel("contact force [N]")
+    axes[1, 1].axis("off")
+    axes[1, 1].text(0, 0.5, f"Blankevoort 1991 model, {summary['contact']} contact\nE = {summary['E_Pa'] / 1e6:g} MPa\n"
+                    f"largest residuals {summary['max_residual_N']:.1g} N, {summary['max_residual_Nm']:.1g} N m",
+                    va="center")
+    for ax in axes.ravel()[:3]:
+        ax.set_xlabel("flexion [deg]")
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "blankevoort_envelope.png", dpi=110)
+    plt.close(fig)
+    return [str(out / "blankevoort_envelope.csv"), str(out / "blankevoort_envelope.png")]

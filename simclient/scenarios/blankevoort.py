@@ -1,0 +1,412 @@
+"""Blankevoort, Kuiper, Huiskes & Grootenboer (1991): the quasi-static knee with articular contact.
+
+The tibia is fixed; the femur's pose is six coordinates: the femoral origin ``a = (x, y, z)`` (m,
+tibia frame: x anterior, y medial, z proximal) and three angles (rad), ``R = Rz(-int) Rx(-var)
+Ry(-flex)`` (the paper's reversed Grood & Suntay sequence for the femur on the tibia: external
+rotation, valgus, extension): ``flex`` flexion (the femoral shaft turns posteriorly, the contact moves
+onto the posterior condyles), ``var``
+varus and ``int`` internal rotation, both of the tibia relative to the femur. Flexion is prescribed
+along the path; the other five coordinates solve equilibrium (eq. 18) by Newton
+(:func:`simclient.dynamics.newton`, central-difference Jacobian, the angles' generalized forces
+exact: ``Q_int = -M_z``, ``Q_var = -M . Rz(-int) e_x``, ``Q_flex = -M . Rz(-int) Rx(-var) e_y`` for the
+moment ``M`` about the femoral origin), continuing from the previous flexion.
+
+Loads: a compressive 150 N on the femur along -z (at its origin) and an axial torque of 3 N m about
+z, on the femur, of the sign that rotates the tibia internally (``--path internal``) or externally;
+12 ligament bundles (Table 1: stiffness k, reference strain eps_r, eps_l = 0.03, eqs. 6-8): the
+reference lengths are the bundle lengths in the reference position (flexion, internal rotation and
+AP and ML translation zero, the femur pressed down by the 150 N alone), ``L0 = L_r / (eps_r + 1)``.
+
+Contact per compartment (medial: y > 0):
+- ``linear`` / ``nonlinear``: a thin layer on a rigid foundation (eqs. 13-15, ``sigma = S u/h`` or
+  ``-S ln(1 - u/h)``, S the aggregate modulus, h = 4 mm: both 2 mm layers), integrated over an
+  element grid on the femoral condyle's table; each element's penetration is measured along its
+  ray to the tibial table (Bei & Fregly's rays, not the paper's vertical projection: they agree to
+  the cosine of the surface slope, a few per cent on these plateaus);
+- ``rigid``: point contact on the least-squares planes ("pl. rig."): the common-normal contact of
+  the condyle table and the plane table holds the gap at zero with the contact force as one more
+  unknown per compartment; a compartment whose force comes out tensile is dropped (the paper's
+  active set).
+
+Assumptions (the paper gives the surfaces and the insertions in figures only): the surfaces of
+``sample_surfaces/blankevoort.toml`` (ellipsoidal condyles, polynomial plateaus) and the insertions
+of :data:`BUNDLES` (plausible anatomical positions consistent with the paper's origin, 15 mm
+proximal to the pAC's tibial insertion); E = 5 MPa, nu = 0.45.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simclient.contact import ContactPair, FoundationContact, LinearLayer, element_grid
+from simclient.dynamics import BlankevoortLaw, newton
+from simclient.errors import ContactError, ParameterError
+from simclient.geometry import StorageWindow, rx, ry, rz
+from simclient.io import Source
+from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent_param, param
+
+__all__ = ["BUNDLES", "BlankevoortParams", "BlankevoortKnee", "blankevoort", "Blankevoort"]
+
+#: bundle -> (stiffness k (N), reference strain eps_r, tibial insertion (m, tibia frame), femoral
+#: insertion (m, femur frame)); k and eps_r from Table 1, the insertions assumed: tibial ones at
+#: anatomical positions, femoral ones placed (x, z) so that under pure flexion each bundle's length
+#: changes from 0 to 95 deg as the bundle is known to behave (anterior cruciate and collateral
+#: bundles near isometric, posterior bundles slackening, aPC tightening by a quarter)
+BUNDLES: dict[str, tuple[float, float, tuple[float, float, float], tuple[float, float, float]]] = {
+    "aAC": (5000.0, 0.06, (0.010, 0.002, -0.018), (0.0047, -0.010, 0.0148)),
+    "pAC": (5000.0, 0.10, (0.000, 0.000, -0.015), (0.0052, -0.012, 0.0098)),
+    "aPC": (9000.0, -0.24, (-0.028, 0.001, -0.030), (0.0045, 0.010, -0.0073)),
+    "pPC": (9000.0, -0.03, (-0.030, -0.002, -0.032), (-0.0142, 0.012, -0.0008)),
+    "aLC": (2000.0, -0.25, (-0.012, -0.045, -0.050), (0.0100, -0.042, 0.0072)),
+    "sLC": (2000.0, -0.05, (-0.016, -0.046, -0.048), (0.0066, -0.043, 0.0062)),
+    "pLC": (2000.0, 0.08, (-0.020, -0.044, -0.046), (0.0028, -0.042, 0.0053)),
+    "aMC": (2750.0, 0.04, (0.014, 0.030, -0.075), (0.0047, 0.044, 0.0074)),
+    "iMC": (2750.0, 0.04, (0.006, 0.032, -0.073), (0.0044, 0.045, 0.0071)),
+    "pMC": (2750.0, 0.03, (-0.004, 0.034, -0.070), (0.0030, 0.044, 0.0065)),
+    "aCM": (1000.0, -0.18, (0.004, 0.040, -0.032), (0.0030, 0.042, 0.0038)),
+    "pCM": (1000.0, -0.04, (-0.016, 0.038, -0.030), (-0.0062, 0.040, -0.0006)),
+}
+
+#: the paper's peak contact forces at 95 deg, internal-rotation path (linear layer, E = 5 MPa), N
+PAPER_95_DEG = {"medial_force_N": 620.0, "lateral_force_N": 440.0}
+
+SIDES = ("medial", "lateral")
+#: coordinates: x, y, z (m), flexion, varus, internal (rad); flexion (3) is prescribed
+FREE = [0, 1, 2, 4, 5]
+STEP = np.full(5, 1e-7)  # central-difference steps: m and rad
+MAX_STEP = np.array([1e-3, 1e-3, 1e-3, 0.02, 0.02])  # the largest Newton step: m and rad
+RAMP = 12  # steps in which the axial torque is applied at full extension
+
+
+@dataclass(frozen=True)
+class BlankevoortParams:
+    """Model parameters (SI); see the module docstring for the assumptions."""
+
+    contact: str = param("linear", "articular contact", choices=("rigid", "linear", "nonlinear"))
+    path: str = param("both", "axial torque of the envelope: tibial internal or external rotation",
+                      choices=("internal", "external", "both"))
+    E: float = param(5e6, "cartilage Young's modulus", "Pa")
+    nu: float = param(0.45, "cartilage Poisson's ratio")
+    thickness: float = param(4e-3, "both cartilage layers together", "m")
+    flexion_max_deg: float = param(100.0, "flexion at the end of the path", "deg")
+    flexion_step_deg: float = param(5.0, "flexion increment of the path", "deg")
+    torque_Nm: float = param(3.0, "axial torque's magnitude", "N m")
+    compression_N: float = param(150.0, "compressive force on the femur along the tibial axis", "N")
+    grid: tuple[int, int] = extent_param((36, 84), "elements per femoral condyle (ML x sagittal)")
+    tol: float = param(1e-6, "equilibrium tolerance, N and N m")
+
+    def __post_init__(self) -> None:
+        for name in ("E", "thickness", "flexion_max_deg", "flexion_step_deg", "tol"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ParameterError(f"blankevoort: {name} must be positive, got {value}")
+        if not 0 <= self.nu < 0.5:
+            raise ParameterError(f"blankevoort: nu must lie in [0, 0.5), got {self.nu}")
+        if self.thickness > 0.02:
+            raise ParameterError(f"blankevoort: a cartilage thickness of {self.thickness * 1e3:g} mm is more than "
+                                 "the joint space the surfaces leave (at most 20 mm)")
+        if min(self.grid) < 2:
+            raise ParameterError(f"blankevoort: grid must be at least 2x2 elements, got {self.grid}")
+
+
+def rotation(flexion: float, varus: float, internal: float) -> np.ndarray:
+    """The femur's orientation in the tibia frame (radians): ``Rz(-int) Rx(-var) Ry(-flex)``."""
+    return rz(-internal) @ rx(-varus) @ ry(-flexion)
+
+
+class BlankevoortKnee:
+    """The model: femoral condyle tables (``femoral[side]``), tibial tables (polynomial plateaus, or
+    planes for rigid contact), ligaments and loads; :meth:`forces` and :meth:`solve`."""
+
+    def __init__(self, femoral: dict[str, Source], tibial: dict[str, Source], params: BlankevoortParams) -> None:
+        self.params = p = params
+        self.rigid = p.contact == "rigid"
+        if self.rigid:
+            self.pairs = {s: ContactPair(StorageWindow(femoral[s], extent=_whole(femoral[s])),
+                                         StorageWindow(tibial[s], extent=_whole(tibial[s]))) for s in SIDES}
+        else:
+            layer = LinearLayer(p.E, p.nu, large_strain=p.contact == "nonlinear")
+            self.foundations = {}
+            for s in SIDES:
+                h = femoral[s].header
+                grid = element_grid(femoral[s], s, (h.u0, h.u1), (h.v0, h.v1), p.grid, p.thickness)
+                # the tibial table is small: one window holds it, so no re-centring changes the
+                # interpolation between evaluations (Newton needs a deterministic force)
+                self.foundations[s] = FoundationContact([grid], tibial[s], layer, extent=_whole(tibial[s]), full_every=0)
+        self.laws: dict[str, BlankevoortLaw] = {}
+        self.torque = 0.0  # axial torque on the femur about z (N m)
+
+    # -- loads ------------------------------------------------------------------------------------
+    def lengths(self, q: np.ndarray) -> dict[str, float]:
+        """Bundle lengths (m) at coordinates ``q``."""
+        R, a = rotation(q[3], q[4], q[5]), q[:3]
+        return {n: float(np.linalg.norm(a + R @ np.array(fem) - np.array(tib))) for n, (_, _, tib, fem) in BUNDLES.items()}
+
+    def contact(self, q: np.ndarray, full: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray, Any]]:
+        """Deformable contact per side: (force on the femur (N, tibia frame), moment about the
+        femoral origin (N m), the compartment's result)."""
+        R, a = rotation(q[3], q[4], q[5]), q[:3]
+        out = {}
+        for s, fc in self.foundations.items():
+            res = fc.evaluate(R, a, np.eye(3), np.zeros(3), full=full)[s]
+            # results in the femur's (the grids') frame, on the tibia: the femur gets the opposite
+            out[s] = (-R @ res.force, -R @ res.torque, res)
+        return out
+
+    def wrench(self, q: np.ndarray, full: bool = False) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+        """Force (N) and moment about the femoral origin (N m) on the femur from the external loads,
+        the ligaments and (deformable) contact; and each side's contact force magnitude (N)."""
+        R, a = rotation(q[3], q[4], q[5]), q[:3]
+        F = np.array([0.0, 0.0, -self.params.compression_N])
+        M = np.array([0.0, 0.0, self.torque])
+        for name, law in self.laws.items():
+            _, _, tib, fem = BUNDLES[name]
+            arm = R @ np.array(fem)
+            d = a + arm - np.array(tib)
+            L = float(np.linalg.norm(d))
+            f = -law.force(L) * d / L  # tension pulls the femoral insertion towards the tibial one
+            F += f
+            M += np.cross(arm, f)
+        sides = {}
+        if not self.rigid:
+            for s, (f, m, _) in self.contact(q, full).items():
+                F += f
+                M += m
+                sides[s] = float(np.linalg.norm(f))
+        return F, M, sides
+
+    def generalized(self, q: np.ndarray, F: np.ndarray, M: np.ndarray) -> np.ndarray:
+        """The generalized forces of the six coordinates (N for x, y, z; N m for the angles)."""
+        Ri = rz(-q[5])
+        e_var = Ri @ np.array([1.0, 0.0, 0.0])
+        e_flex = Ri @ rx(-q[4]) @ np.array([0.0, 1.0, 0.0])
+        return np.array([F[0], F[1], F[2], -(M @ e_flex), -(M @ e_var), -M[2]])
+
+    def rigid_contacts(self, q: np.ndarray, sides: tuple[str, ...]) -> dict[str, tuple[float, np.ndarray, np.ndarray]]:
+        """Rigid point contact per side: (indentation (m), point on the femur (tibia frame), unit
+        normal pushing the femur)."""
+        R, a = rotation(q[3], q[4], q[5]), q[:3]
+        out = {}
+        for s in sides:
+            c = self.pairs[s].detect(R, a, np.eye(3), np.zeros(3), strict=True)
+            out[s] = (c.indentation, np.array(c.point_i), np.array(c.normal))
+        return out
+
+    # -- equilibrium ------------------------------------------------------------------------------
+    def residual(self, q: np.ndarray, forces: np.ndarray | None = None, sides: tuple[str, ...] = (),
+                 full: bool = False) -> np.ndarray:
+        """Deformable: the free generalized forces (5). Rigid: those with the contact ``forces`` of
+        ``sides`` added, then the indentations (m) of those sides, scaled by 1e6 N/m (so that 1 um of
+        gap weighs like 1 N)."""
+        F, M, _ = self.wrench(q, full)
+        if not self.rigid:
+            return self.generalized(q, F, M)[FREE]
+        gaps = []
+        for p_k, (depth, point, normal) in zip(forces if forces is not None else [], self.rigid_contacts(q, sides).values()):
+            f = p_k * normal
+            F = F + f
+            M = M + np.cross(point - q[:3], f)
+            gaps.append(depth * 1e6)
+        return np.concatenate([self.generalized(q, F, M)[FREE], gaps])
+
+    def solve(self, q0: np.ndarray, flexion: float, active: tuple[str, ...] = SIDES,
+              p0: np.ndarray | None = None) -> dict[str, Any]:
+        """Equilibrium at ``flexion`` (rad) from ``q0``: the coordinates, the residuals and, per
+        side, the contact force (N)."""
+        p = self.params
+        q = q0.copy()
+        q[3] = flexion
+        if not self.rigid:
+            def fun(x: np.ndarray) -> np.ndarray:
+                q[FREE] = x
+                return self.residual(q)
+
+            r = newton(fun, q[FREE].copy(), tol=np.full(5, p.tol), step=STEP, max_iter=60, max_step=MAX_STEP)
+            q[FREE] = r.x
+            if r.converged:  # a full element search at the solution; from there again if it moved
+                Q = self.residual(q, full=True)
+                if np.abs(Q).max() > p.tol:
+                    r = newton(fun, q[FREE].copy(), tol=np.full(5, p.tol), step=STEP, max_iter=60, max_step=MAX_STEP)
+                    q[FREE] = r.x
+            _, _, sides = self.wrench(q, full=True)
+            Q = self.residual(q, full=True)
+            return {"q": q, "converged": bool(np.abs(Q).max() <= p.tol), "Q": Q, "forces": sides}
+        forces = np.full(len(active), p.compression_N / 2) if p0 is None else p0
+        while True:
+            n = len(active)
+
+            def fun_r(x: np.ndarray) -> np.ndarray:
+                q[FREE] = x[:5]
+                try:
+                    return self.residual(q, x[5:], active)
+                except ContactError:  # a trial pose off the tables: the line search steps back
+                    return np.full(5 + len(active), np.inf)
+
+            tol = np.concatenate([np.full(5, p.tol), np.full(n, 1e-3)])  # gaps to 1 nm
+            x0 = np.concatenate([q[FREE], forces])
+            r = newton(fun_r, x0, tol=tol, step=np.concatenate([STEP, np.full(n, 1e-3)]), max_iter=60,
+                       max_step=np.concatenate([MAX_STEP, np.full(n, 1e3)]))
+            q[FREE] = r.x[:5]
+            forces = r.x[5:]
+            if not r.converged or (forces >= 0).all() or n == 1:
+                break
+            # the paper's active set: a contact pulling is dropped and the system solved again
+            keep = forces >= 0
+            active = tuple(s for s, k in zip(active, keep) if k)
+            forces = forces[keep]
+        Q = r.f[:5]
+        return {"q": q, "converged": bool(r.converged and (forces >= 0).all()), "Q": Q,
+                "forces": {s: float(f) for s, f in zip(active, forces)}, "active": active, "p": forces}
+
+    def reference(self) -> np.ndarray:
+        """The reference position (ligaments not yet attached): flexion, internal rotation, AP and
+        ML translation zero; z and varus (rigid: and the contact forces) in equilibrium under the
+        compressive force. Sets the bundles' laws from the lengths there; returns ``q``."""
+        p = self.params
+        q = np.zeros(6)
+        self.laws = {}
+        self.torque = 0.0
+        # only z and varus free: solve on them with the others held
+        free = [2, 4]
+
+        if self.rigid:
+            def fun(x: np.ndarray) -> np.ndarray:
+                q[free] = x[:2]
+                r = self.residual(q, x[2:], SIDES)
+                return np.concatenate([r[[2, 3]], r[5:]])
+
+            x = newton(fun, np.array([0.0, 0.0, p.compression_N / 2, p.compression_N / 2]),
+                       tol=np.array([p.tol, p.tol, 1e-3, 1e-3]), step=np.array([1e-7, 1e-7, 1e-3, 1e-3]),
+                       max_iter=60)
+        else:
+            q[2] = -self._lift()
+
+            def fun(x: np.ndarray) -> np.ndarray:
+                q[free] = x
+                return self.residual(q)[[2, 3]]
+
+            x = newton(fun, q[free].copy(), tol=np.full(2, p.tol), step=np.full(2, 1e-7), max_iter=60,
+                       max_step=np.array([2e-4, 0.01]))
+        if not x.converged:
+            raise ContactError(f"blankevoort: no reference position (residual {np.abs(x.f).max():.3g})")
+        q[free] = x.x[:2]
+        self.laws = {n: BlankevoortLaw.from_reference(k, L, eps_r) for (n, (k, eps_r, _, _)), L
+                     in zip(BUNDLES.items(), self.lengths(q).values())}
+        self.reference_lengths = self.lengths(q)
+        return q
+
+    def _lift(self) -> float:
+        """How far (m) the femur, lowered along z at the reference orientation, sinks before the
+        deformable contact carries half the compressive force: a start inside the contact."""
+        q = np.zeros(6)
+        for k in range(400):
+            q[2] = -k * 2e-5
+            F, _, _ = self.wrench(q, full=True)
+            if F[2] >= -self.params.compression_N / 2:
+                return k * 2e-5
+        raise ContactError("blankevoort: the condyles do not reach the plateaus within 8 mm")
+
+
+def _whole(source: Source) -> tuple[int, int]:
+    """A window extent holding the whole table."""
+    h = source.header
+    return (max(h.n_rec_u, 1), max(h.n_rec_v, 1))
+
+
+def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: BlankevoortParams | None = None,
+                out: str | Path | None = None, progress: Progress | None = None) -> Summary:
+    """The envelope of passive motion: flexion 0 to ``flexion_max_deg`` under the axial torque of
+    each path; the summary's ``envelope`` rows, the largest residuals and the forces at 95 deg."""
+    p = params or BlankevoortParams()
+    say = progress or (lambda s: None)
+    t0 = time.perf_counter()
+    knee = BlankevoortKnee(femoral, tibial, p)
+    q_ref = knee.reference()
+    values: dict[str, Any] = {"status": "ok", "contact": p.contact, "E_Pa": p.E,
+                              "reference_lengths_m": knee.reference_lengths,
+                              "reference_position_m": q_ref[:3].tolist()}
+    flexions = np.arange(0.0, p.flexion_max_deg + 1e-9, p.flexion_step_deg)
+    rows = []
+    for path in (("internal", "external") if p.path == "both" else (p.path,)):
+        # the femur's torque about z: minus the tibia's internal rotation
+        q = q_ref.copy()
+        state: dict[str, Any] = {}
+        for k in range(1, RAMP):  # the torque applied in steps at full extension, then the path
+            knee.torque = (-1 if path == "internal" else 1) * p.torque_Nm * k / RAMP
+            state = knee.solve(q, 0.0, state.get("active", SIDES), state.get("p"))
+            q = state["q"] if state["converged"] else q
+        knee.torque = -p.torque_Nm if path == "internal" else p.torque_Nm
+        for fl in flexions:
+            say(f"{path} path: flexion {fl:g} deg")
+            state = knee.solve(q, math.radians(fl), state.get("active", SIDES), state.get("p"))
+            q = state["q"]
+            rows.append({"flexion_deg": float(fl), "path": path, "converged": state["converged"],
+                         "internal_rotation_deg": math.degrees(q[5]), "varus_deg": math.degrees(q[4]),
+                         "translation_m": q[:3].tolist(),
+                         "medial_force_N": state["forces"].get("medial", 0.0),
+                         "lateral_force_N": state["forces"].get("lateral", 0.0),
+                         "residual_N": float(np.abs(state["Q"][:3]).max()),
+                         "residual_Nm": float(np.abs(state["Q"][3:5]).max())})
+            if not state["converged"]:
+                values.update(status="failed", message=f"{path} path: no equilibrium at flexion {fl:g} deg "
+                                                        f"(residual {np.abs(state['Q']).max():.3g})")
+                break
+    values["envelope"] = rows
+    values["max_residual_N"] = max(r["residual_N"] for r in rows)
+    values["max_residual_Nm"] = max(r["residual_Nm"] for r in rows)
+    at95 = [r for r in rows if r["path"] == "internal" and abs(r["flexion_deg"] - 95.0) < 1e-9]
+    if at95:
+        values["at_95_deg_internal"] = {"medial_force_N": at95[0]["medial_force_N"],
+                                        "lateral_force_N": at95[0]["lateral_force_N"], "paper": PAPER_95_DEG}
+    values["wall_s"] = time.perf_counter() - t0
+    summary = Summary("blankevoort", values, {"knee": knee})
+    if out is not None:
+        from simclient.scenarios.report import save_blankevoort
+
+        values["files"] = save_blankevoort(Path(out), summary)
+    return summary
+
+
+class Blankevoort(Scenario, name="blankevoort", params=BlankevoortParams,
+                  tables={f"{kind}_{side}": f"bk_{kind}_{side}" for kind in ("femoral", "tibial", "plane")
+                          for side in SIDES},
+                  title="Blankevoort 1991: the quasi-static knee's envelope of passive motion with articular contact"):
+
+    def run(self, params: BlankevoortParams, tables: Tables, *, out: Path | None = None,
+            progress: Progress | None = None) -> Summary:
+        femoral = {s: tables.open(f"femoral_{s}", self.tables[f"femoral_{s}"]) for s in SIDES}
+        kind = "plane" if params.contact == "rigid" else "tibial"
+        tibial = {s: tables.open(f"{kind}_{s}", self.tables[f"{kind}_{s}"]) for s in SIDES}
+        return blankevoort(femoral, tibial, params, out=out, progress=progress)
+
+    def table_names(self, params: BlankevoortParams) -> dict[str, str]:
+        kind = "plane" if params.contact == "rigid" else "tibial"
+        return {r: n for r, n in self.tables.items() if not r.startswith("plane" if kind == "tibial" else "tibial")}
+
+    def report(self, summary: Summary) -> str:
+        lines = [f"blankevoort ({summary['contact']} contact): {summary['wall_s']:.1f} s wall; largest residuals "
+                 f"{summary['max_residual_N']:.2g} N, {summary['max_residual_Nm']:.2g} N m"]
+        if not summary.ok:
+            lines.append(f"  FAILED: {summary['message']}")
+        lines.append(f"  {'path':9s}{'flexion':>9s}{'int rot':>9s}{'varus':>8s}{'AP':>8s}{'ML':>8s}{'PD':>8s}"
+                     f"{'medial':>9s}{'lateral':>9s}")
+        lines.append(f"  {'':9s}{'[deg]':>9s}{'[deg]':>9s}{'[deg]':>8s}{'[mm]':>8s}{'[mm]':>8s}{'[mm]':>8s}"
+                     f"{'[N]':>9s}{'[N]':>9s}")
+        for r in summary["envelope"]:
+            if abs(r["flexion_deg"] / 10 - round(r["flexion_deg"] / 10)) > 1e-9 and r["flexion_deg"] != 95:
+                continue
+            t = np.array(r["translation_m"]) * 1e3
+            lines.append(f"  {r['path']:9s}{r['flexion_deg']:9.0f}{r['internal_rotation_deg']:9.2f}{r['varus_deg']:8.2f}"
+                         f"{t[0]:8.2f}{t[1]:8.2f}{t[2]:8.2f}{r['medial_force_N']:9.1f}{r['lateral_force_N']:9.1f}")
+        if "at_95_deg_internal" in summary:
+            a = summary["at_95_deg_internal"]
+            lines.append(f"  at 95 deg (internal path): medial {a['medial_force_N']:.0f} N, lateral "
+                         f"{a['lateral_force_N']:.0f} N; the paper (its specimen): 620 N / 440 N")
+        lines.extend(f"  wrote {f}" for f in summary.get("files", []))
+        return "\n".join(lines)
