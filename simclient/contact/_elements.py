@@ -25,8 +25,9 @@ the surface frames, a table point ``s`` sitting at ``c + R s``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -116,6 +117,10 @@ def _footprint(source: Source) -> Callable[[np.ndarray], np.ndarray] | None:
         return None
     distance = _field(source, "data_distance")
     return lambda uv: distance(uv) <= radius
+
+
+def _constant(value: float, uv: np.ndarray) -> np.ndarray:
+    return np.full(len(uv), value)
 
 
 def _field(source: Source, array: str) -> RegularGridInterpolator:
@@ -215,6 +220,8 @@ class _Compartment:
         self.tree: cKDTree | None = None
         self.tree_uv: np.ndarray | None = None
         self.last: ElementContact | None = None
+        self.moving_h: Callable[[np.ndarray], np.ndarray] | None = None  # the moving layer's thickness at (u, v)
+        self.inside: Callable[[np.ndarray], np.ndarray] | None = None  # within the moving table's data footprint
 
 
 class ElementDetector:
@@ -224,8 +231,10 @@ class ElementDetector:
     Parameters
     ----------
     grids : element grids (compartments), from :func:`element_grid`.
-    moving : the moving body's table (a source); one storage window of ``extent`` records per
+    moving : the moving body's table (a source), or one per compartment (a mapping by grid name:
+        e.g. one table per femoral condyle); one storage window of ``extent`` records per
         compartment, first centred at ``guesses[name]`` (moving-table parameters) or the table centre.
+        Hits beyond a fitted moving table's data footprint (its ``data_distance`` field) are no contact.
     copy_tol : pose change (m, and rad times 1 m) below which the previous solution is copied.
     margin : the breadth-first search tracks and spreads through the elements within ``margin`` (m)
         of the moving surface, not only the penetrating ones, so areas about to touch are found.
@@ -236,22 +245,29 @@ class ElementDetector:
         bilinearly at each ray's hit); the springs then have the combined thickness.
     """
 
-    def __init__(self, grids: list[ElementGrid], moving: Source, *, extent: tuple[int, int] = (7, 7),
+    def __init__(self, grids: list[ElementGrid], moving: Source | Mapping[str, Source], *,
+                 extent: tuple[int, int] = (7, 7),
                  interpolation: str = "hermite", guesses: dict[str, tuple[float, float]] | None = None,
                  copy_tol: float = 1e-12, margin: float = 2e-4, full_every: int = 50, max_iter: int = 30,
                  tol: float = 1e-10, moving_thickness: float | str | None = None) -> None:
         guesses = guesses or {}
-        # a second layer on the moving body (two cartilage layers: h = h_fixed + h_moving)
-        self._moving_h: Callable[[np.ndarray], np.ndarray] | None = None
-        if isinstance(moving_thickness, str):
-            self._moving_h = _field(moving, moving_thickness)
-        elif moving_thickness is not None:
-            h_m = float(moving_thickness)
-            self._moving_h = lambda uv: np.full(len(uv), h_m)
-        self._moving_inside = _footprint(moving)
-        self.compartments = {g.name: _Compartment(g, StorageWindow(moving, extent=extent, interpolation=interpolation,
+        tables = dict(moving) if isinstance(moving, Mapping) else {g.name: moving for g in grids}
+        missing = [g.name for g in grids if g.name not in tables]
+        if missing:
+            raise ContactError(f"elastic foundation: no moving table for the compartment(s) {', '.join(missing)}")
+        self.compartments = {g.name: _Compartment(g, StorageWindow(tables[g.name], extent=extent,
+                                                                   interpolation=interpolation,
                                                                    centre=guesses.get(g.name)))
                              for g in grids}
+        for g in grids:
+            k = self.compartments[g.name]
+            table = tables[g.name]
+            # a second layer on the moving body (two cartilage layers: h = h_fixed + h_moving)
+            if isinstance(moving_thickness, str):
+                k.moving_h = _field(table, moving_thickness)
+            elif moving_thickness is not None:
+                k.moving_h = partial(_constant, float(moving_thickness))
+            k.inside = _footprint(table)
         self.copy_tol, self.max_iter, self.tol = copy_tol, max_iter, tol
         self.margin, self.full_every = margin, full_every
         self._pose: np.ndarray | None = None
@@ -324,11 +340,11 @@ class ElementDetector:
                 wave = np.flatnonzero(g.usable & ~evaluated)
         k.near = near
         active = near & evaluated & (k.out[:, 6] == HIT) & (k.out[:, 0] < 0)
-        if self._moving_inside is not None and active.any():
+        if k.inside is not None and active.any():
             # a hit beyond the moving table's data footprint is on the fit's extrapolation, not on
             # the body: no contact there
             a = np.flatnonzero(active)
-            active[a[~self._moving_inside(k.out[a, 1:3])]] = False
+            active[a[~k.inside(k.out[a, 1:3])]] = False
         k.last = self._contact(k, R, active)
         return k.last
 
@@ -384,5 +400,5 @@ class ElementDetector:
         depth[a] = -k.out[a, 0] * cos_a / np.sqrt(0.5 * (1 + cos_a))  # cos(a/2) = sqrt((1 + cos a) / 2)
         mid = g.normal[a] - n_m
         mid /= np.maximum(np.linalg.norm(mid, axis=1, keepdims=True), 1e-300)
-        h = g.thickness[a] if self._moving_h is None else g.thickness[a] + self._moving_h(k.out[a, 1:3])
+        h = g.thickness[a] if k.moving_h is None else g.thickness[a] + k.moving_h(k.out[a, 1:3])
         return ElementContact(g, a, depth, mid, h)

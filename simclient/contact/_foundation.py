@@ -12,6 +12,7 @@ Units: SI (m, Pa, N, N m). Frames: results live in the fixed surface frame.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -140,10 +141,12 @@ def layer_result(contact: ElementContact, layer: LayerLaw) -> CompartmentResult:
 
 class FoundationContact:
     """Elastic-foundation contact between element grids on a fixed table and a moving table:
-    an :class:`ElementDetector` (``grids``, ``moving`` and the keyword ``options`` are its own)
+    an :class:`ElementDetector` (``grids``, ``moving`` -- one table, or one per compartment -- and
+    the keyword ``options`` are its own)
     and a ``layer`` law (:class:`LinearLayer`, :class:`NonlinearLayer`)."""
 
-    def __init__(self, grids: list[ElementGrid], moving: Source, layer: LayerLaw, **options: Any) -> None:
+    def __init__(self, grids: list[ElementGrid], moving: Source | Mapping[str, Source], layer: LayerLaw,
+                 **options: Any) -> None:
         self.layer = layer
         self.detector = ElementDetector(grids, moving, **options)
         # the last detection and its result per compartment: a copied detection keeps its result

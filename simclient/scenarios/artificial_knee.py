@@ -31,6 +31,10 @@ compartments misses a second contact area); every solution is checked by a full 
 After the cycle, Bei & Fregly's pressure pass: the 50 x 50 element grids evaluated at the pose of
 maximum load (``pressure_grid``).
 
+Femoral surface: the single fitted patch (``femoral_component``) or one toroidal table per condyle
+(``femoral_surface = "per-condyle"``: ``femoral_medial``, ``femoral_lateral``, each compartment's
+rays cast to its own table).
+
 Gait-like cycle (1 s, assumption: smooth monotone-cubic curves through the values below, in the
 range of fluoroscopic TKA gait data): flexion 5-18-8 deg in stance and up to 60 deg in swing,
 internal-external rotation within +-4 deg, anterior-posterior translation within +-2 mm, axial load
@@ -91,6 +95,9 @@ class ImplantKneeParams:
     """Model parameters (SI). See the module docstring for the assumptions."""
 
     material: str = param("linear", "UHMWPE model", choices=("linear", "nonlinear"))
+    femoral_surface: str = param("single", "the femoral component as one fitted patch or one toroidal table per "
+                                 "condyle (--femoral-medial, --femoral-lateral)", choices=("single", "per-condyle"))
+    window: tuple[int, int] = extent_param((9, 9), "storage window on the femoral table(s), records")
     analysis: str = param("both", "static settles, the gait-like cycle or both", choices=("static", "gait", "both"))
     grid: tuple[int, int] = extent_param((30, 30), "elements per compartment")
     pressure_grid: tuple[int, int] = extent_param((50, 50), "elements per compartment of the pressure pass at maximum "
@@ -127,7 +134,8 @@ class _Lowest:
     uv: tuple[float, float]
 
 
-def _level_centres(source: Source, x_window: tuple[float, float]) -> dict[str, _Lowest]:
+def _level_centres(source: Source, x_window: tuple[float, float],
+                   sides: tuple[str, ...] = ("medial", "lateral")) -> dict[str, _Lowest]:
     """Per side (medial: z > 0, lateral: z < 0) the centre of the lowest level region (|n_y| > 0.995,
     within 0.1 mm of the minimum height) inside the data footprint, within ``x_window`` (m), at
     least 8 mm from the mid-plane z = 0: the dish bottoms of the insert or the distal flats of the
@@ -141,6 +149,8 @@ def _level_centres(source: Source, x_window: tuple[float, float]) -> dict[str, _
     base &= (pts[..., 2] > x_window[0]) & (pts[..., 2] < x_window[1]) & (np.abs(pts[..., 6]) > 0.995)
     out = {}
     for name, side in (("medial", 1.0), ("lateral", -1.0)):
+        if name not in sides:
+            continue
         ok = base & (side * pts[..., 4] > 0.008)
         if not ok.any():
             raise SimulationError(f"{source.name}: no level table points on the {name} side")
@@ -159,6 +169,7 @@ class ImplantKnee:
     insert: Source
     femoral: Source
     params: ImplantKneeParams
+    condyles: dict[str, Source] | None = None  # one femoral table per compartment instead of ``femoral``
     contact: FoundationContact = field(init=False)
     neutral: np.ndarray = field(init=False)  # femoral origin at the neutral pose, touching (m)
     load_z: float = field(init=False)  # ML position of the axial load line (m)
@@ -168,12 +179,15 @@ class ImplantKnee:
         p = self.params
         h = self.insert.header
         dish = _level_centres(self.insert, (-0.015, 0.015))
-        condyle = _level_centres(self.femoral, (-0.02, 0.03))
+        if self.condyles is None:
+            condyle = _level_centres(self.femoral, (-0.02, 0.03))
+        else:
+            condyle = {n: _level_centres(self.condyles[n], (-0.02, 0.03), (n,))[n] for n in ("medial", "lateral")}
         # the compartments: the two parts of the insert table's v range, split midway between the dishes
         split = (dish["medial"].uv[1] + dish["lateral"].uv[1]) / 2
         grids = [element_grid(self.insert, name, (h.u0, h.u1), (h.v0, split) if d.uv[1] < split else (split, h.v1),
                               p.grid, "thickness") for name, d in dish.items()]
-        self.contact = FoundationContact(grids, self.femoral, MATERIALS[p.material], extent=(9, 9),
+        self.contact = FoundationContact(grids, self.condyles or self.femoral, MATERIALS[p.material], extent=p.window,
                                          guesses={n: c.uv for n, c in condyle.items()}, margin=p.margin,
                                          full_every=p.full_every)
         # neutral pose: condyles above the dish bottoms (AP, ML), just touching (SI)
@@ -351,7 +365,7 @@ class ImplantKnee:
         out: dict[str, Any] = {}
         if min(p.pressure_grid) > 0:
             # Bei & Fregly's pressure pass: a finer grid evaluated at the coarse run's pose
-            fine = ImplantKnee(self.insert, self.femoral, replace(p, grid=p.pressure_grid))
+            fine = ImplantKnee(self.insert, self.femoral, replace(p, grid=p.pressure_grid), self.condyles)
             out["pressure_pass"] = fine.generalized_forces(ys[:, k_max], *prescribed(float(t_out[k_max])), full=True)[1]
         return {**out, "history": history, "maps": {n: np.array(v) for n, v in maps.items()}, "t_max_load_s": float(t_out[k_max]),
                 "at_max_load": results[k_max], "max_imbalance": float(max(imbalance)),
@@ -362,7 +376,8 @@ class ImplantKnee:
 
 
 def artificial_knee(insert: Source, femoral: Source, params: ImplantKneeParams | None = None,
-                    out: str | Path | None = None, progress: Progress | None = None) -> Summary:
+                    out: str | Path | None = None, progress: Progress | None = None,
+                    condyles: dict[str, Source] | None = None) -> Summary:
     """Run the static settles and/or the gait-like cycle (``params.analysis``); return the summary
     (DESIGN's keys: ``compartments`` at the instant of maximum axial load, ``wall_s``; ``status``
     ``failed`` with a ``message`` when an integration or a contact evaluation failed). With ``out``,
@@ -370,8 +385,9 @@ def artificial_knee(insert: Source, femoral: Source, params: ImplantKneeParams |
     p = params or ImplantKneeParams()
     say = progress or (lambda s: None)
     t0 = time.perf_counter()
-    knee = ImplantKnee(insert, femoral, p)
-    values: dict[str, Any] = {"status": "ok", "material": p.material, "element_grid": list(p.grid),
+    knee = ImplantKnee(insert, femoral, p, condyles)
+    values: dict[str, Any] = {"status": "ok", "material": p.material, "femoral_surface": p.femoral_surface,
+                              "element_grid": list(p.grid),
                               "usable_elements": knee.contact.stats["elements"]}
     artifacts: dict[str, Any] = {"knee": knee}
     try:
@@ -412,14 +428,23 @@ def artificial_knee(insert: Source, femoral: Source, params: ImplantKneeParams |
 
 
 class ArtificialKnee(Scenario, name="artificial-knee", params=ImplantKneeParams,
-                     tables={"insert": "tibial_insert", "femoral": "femoral_component"},
+                     tables={"insert": "tibial_insert", "femoral": "femoral_component",
+                             "femoral_medial": "femoral_medial", "femoral_lateral": "femoral_lateral"},
                      title="Bei & Fregly 2004: the implant's elastic-foundation contact, static settles and a gait-like "
                            "cycle"):
 
     def run(self, params: ImplantKneeParams, tables: Tables, *, out: Path | None = None,
             progress: Progress | None = None) -> Summary:
-        return artificial_knee(tables.open("insert", self.tables["insert"]),
-                               tables.open("femoral", self.tables["femoral"]), params, out=out, progress=progress)
+        roles = self.table_names(params)
+        opened = {role: tables.open(role, name) for role, name in roles.items()}
+        condyles = ({"medial": opened["femoral_medial"], "lateral": opened["femoral_lateral"]}
+                    if params.femoral_surface == "per-condyle" else None)
+        return artificial_knee(opened["insert"], opened.get("femoral") or opened["femoral_medial"], params, out=out,
+                               progress=progress, condyles=condyles)
+
+    def table_names(self, params: ImplantKneeParams) -> dict[str, str]:
+        unused = ("femoral",) if params.femoral_surface == "per-condyle" else ("femoral_medial", "femoral_lateral")
+        return {role: name for role, name in self.tables.items() if role not in unused}
 
     def report(self, summary: Summary) -> str:
         lines = [f"artificial-knee ({summary['material']} UHMWPE, {summary['element_grid'][0]} x "
