@@ -177,3 +177,13 @@ def test_extra_fields_read_alike_over_http_and_locally(tmp_path):
         np.testing.assert_allclose(grids[0].thickness, grids[0].centre[:, 2], rtol=1e-3)
     finally:
         store.stop()
+
+
+def test_elements_without_a_layer_are_left_out(sample_tables):
+    """A natural layer thins out at its rim: elements with thickness <= 0 there are not usable (a
+    minority; all of them is the error above)."""
+    fixed = open_surface(sample_tables / "ef_layer.zarr")
+    g = element_grid(fixed, "c", (-0.004, 0.004), (-0.004, 0.004), (10, 10),
+                     lambda centre, normal: np.where(centre[:, 0] < -0.003, -1e-4, 0.002))
+    rim = g.centre[:, 0] < -0.003
+    assert rim.sum() == 10 and not g.usable[rim].any() and g.usable[~rim].all()

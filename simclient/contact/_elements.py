@@ -76,7 +76,8 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
     """Elements at the centres of a ``shape`` grid of cells over ``u_range x v_range`` of the table
     (the table's parameter units). ``thickness``: metres, the name of the table's per-point field
     (default ``thickness``), or ``f(centre, normal) -> h``. Elements where the table's
-    ``data_distance`` exceeds its fit's footprint radius are not usable."""
+    ``data_distance`` exceeds its fit's footprint radius are not usable, nor those without a layer
+    (thickness <= 0: a natural layer's rim; more than a quarter of them is an error)."""
     h = source.header
     nu, nv = shape
     du, dv = (u_range[1] - u_range[0]) / nu, (v_range[1] - v_range[0]) / nv
@@ -101,9 +102,14 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
         hh = np.asarray(thickness(centre, normal), float)
     else:
         hh = np.full(len(uv), float(thickness))
-    if not (np.isfinite(hh[usable]).all() and (hh[usable] > 0).all()):
-        raise ContactError(f"{source.name}: element thickness must be positive and finite "
-                           f"(min {np.nanmin(hh[usable]):.3g} m)")
+    if not np.isfinite(hh[usable]).all():
+        raise ContactError(f"{source.name}: element thickness must be finite")
+    # no layer (a natural layer's rim, thickness <= 0): no element there; all of them: bad input
+    thin = usable & (hh <= 0)
+    if thin.any() and thin.sum() > 0.25 * usable.sum():
+        raise ContactError(f"{source.name}: element thickness must be positive ({thin.sum()} of "
+                           f"{usable.sum()} usable elements have thickness <= 0, min {hh[usable].min():.3g} m)")
+    usable &= ~thin
     return ElementGrid(name, (nu, nv), uv, centre, normal, area, hh, usable)
 
 

@@ -24,7 +24,7 @@ from simclient.scenarios._base import (
 from simclient.scenarios._tables import ensure_sample_tables, ensure_table, sample_spec
 
 #: the scenario modules (each registers its scenarios when imported)
-_MODULES = ("bouncing_ball", "knee3d", "knee2d", "prosthetic_knee", "artificial_knee", "blankevoort")
+_MODULES = ("bouncing_ball", "knee3d", "knee2d", "prosthetic_knee", "artificial_knee", "blankevoort", "natural_knee")
 for _name in _MODULES:
     _importlib.import_module(f"simclient.scenarios.{_name}")
 

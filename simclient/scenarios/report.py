@@ -419,3 +419,35 @@ def save_blankevoort(out: Path, summary: Summary) -> list[str]:
     fig.savefig(out / "blankevoort_envelope.png", dpi=110)
     plt.close(fig)
     return [str(out / "blankevoort_envelope.csv"), str(out / "blankevoort_envelope.png")]
+
+
+def save_natural_knee(out: Path, summary: Summary) -> list[str]:
+    """Save the natural knee's pressure maps: ``natural_knee_pressure.png`` (small and large strain,
+    both compartments on the tibia's x-z plane, mm, MPa) and the maps as ``natural_knee.zarr`` (per
+    strain and compartment, aligned with the element grid, Pa)."""
+    import zarr
+
+    plt = _pyplot()
+    out.mkdir(parents=True, exist_ok=True)
+    knees = summary.artifacts["knees"]
+    group = zarr.open_group(str(out / "natural_knee.zarr"), mode="w")
+    fig, axes = plt.subplots(1, len(knees), figsize=(6 * len(knees), 5), squeeze=False)
+    vmax = max(r.peak_pressure for _, res in knees.values() for r in res["results"].values()) / 1e6
+    levels = np.linspace(0, max(vmax, 1e-3), 15)
+    for ax, (strain, (knee, res)) in zip(axes[0], knees.items()):
+        for name, r in res["results"].items():
+            grid = knee.contact.compartments[name].grid
+            X = grid.centre[:, 0].reshape(grid.shape) * 1e3
+            Z = grid.centre[:, 2].reshape(grid.shape) * 1e3
+            P = np.nan_to_num(r.pressure.reshape(grid.shape)) / 1e6
+            cs = ax.contourf(Z, X, P, levels=levels, cmap="viridis")
+            ax.contour(Z, X, grid.usable.reshape(grid.shape).astype(float), levels=[0.5], colors="grey", linewidths=0.5)
+            group.create_array(f"{strain}/{name}", data=r.pressure.reshape(grid.shape))
+        ax.set_title(f"{strain} strain: peak {max(r.peak_pressure for r in res['results'].values()) / 1e6:.2f} MPa")
+        ax.set_xlabel("z (lateral) [mm]")
+        ax.set_ylabel("x (anterior) [mm]")
+        ax.set_aspect("equal")
+    fig.colorbar(cs, ax=axes[0].tolist(), label="pressure [MPa]")
+    fig.savefig(out / "natural_knee_pressure.png", dpi=110)
+    plt.close(fig)
+    return [str(out / "natural_knee.zarr"), str(out / "natural_knee_pressure.png")]
