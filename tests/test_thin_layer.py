@@ -50,6 +50,7 @@ def test_factors_and_moduli():
 
 def test_validate_cases_pass(sample_tables):
     names = [f"argatov-incompressible-{r}" for r in ARGATOV_INCOMPRESSIBLE] + ["argatov-compressible",
+                                                                             "argatov-viscoelastic",
                                                                              "blankevoort-winkler"]
     results = run_cases(sample_tables, names)
     assert all(r["passed"] for r in results), results
@@ -119,3 +120,34 @@ def test_curvature_of_placed_paraboloids(tmp_path, capsys):
                 assert math.degrees(math.acos(min(1.0, abs(float(np.dot(d, axis)))))) < 0.5
     assert preprocess_main(["curvature", str(tmp_path / "para0.zarr"), "--at", "0.004,0"]) == 1
     assert "interior" in capsys.readouterr().err
+
+
+def test_viscoelastic_ball_loses_energy_between_its_instant_and_relaxed_stiffness(sample_tables):
+    """A ball dropped on the viscoelastic compressible layer (rho = E_inf / E_0 = 0.5, T = 0.2 ms):
+    it indents less than on the relaxed layer (K) and more than on the instantaneous one (K / rho),
+    both by the energy balance, and rebounds slower than it struck; with rho = 1 the law is the
+    elastic one (no state left to act)."""
+    law = compressible_law(0.02, 0.02, Layer(0.002, 5e6, 0.45))
+    cls = get_scenario("bouncing-ball")
+
+    def run(rho):
+        p = cls.Params(law="hertz", K=law.K, n=law.n, t_end=0.07, relax_ratio=rho, creep_time=2e-4)
+        return p, cls().run(p, Tables(folder=str(sample_tables)))
+
+    def elastic_depth(p, K):
+        return brentq(lambda x: K * x**3 / 3 - p.mass * G * (p.gap + x), 0, 0.01, xtol=1e-16)
+
+    p, elastic = run(1.0)
+    assert elastic["max_indentation_m"][0] == pytest.approx(elastic_depth(p, law.K), rel=1e-3)
+    assert elastic["separation_velocities_m_s"][0] == pytest.approx(elastic["impact_velocities_m_s"][0], rel=1e-6)
+    p, visco = run(0.5)
+    assert elastic_depth(p, 2 * law.K) < visco["max_indentation_m"][0] < elastic_depth(p, law.K)
+    e = visco["separation_velocities_m_s"][0] / visco["impact_velocities_m_s"][0]
+    assert 0.5 < e < 0.95
+
+
+def test_viscoelastic_law_bad_input():
+    from simclient.contact import ViscoelasticLaw
+
+    with pytest.raises(ParameterError, match="rho"):
+        ViscoelasticLaw.from_elastic(compressible_law(0.02, 0.02, Layer(0.002, 5e6, 0.45)), 1.5, 1e-3)

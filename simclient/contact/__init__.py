@@ -10,7 +10,9 @@
   contact with a moving table (:class:`ElementContact`); :class:`FoundationContact` applies a layer
   law (:class:`LinearLayer`, :class:`NonlinearLayer`) and returns a :class:`CompartmentResult` each.
 - Thin-layer closed forms (Argatov): :func:`compressible_law` and :func:`incompressible_law` give a
-  point contact with effective radii the force of a thin cartilage layer without an element grid.
+  point contact with effective radii the force of a thin cartilage layer without an element grid;
+  :class:`ViscoelasticLaw` their standard-linear-solid form (a law with an internal state, which
+  :class:`simclient.dynamics.MultibodySystem` integrates with the bodies).
 """
 
 from simclient.contact._elements import ElementContact, ElementDetector, ElementGrid, element_grid
@@ -32,6 +34,7 @@ from simclient.contact._laws import (
     HertzianLaw,
     Material,
     PenaltyStep,
+    ViscoelasticLaw,
     hertz_stiffness,
     make_law,
     step,
@@ -51,8 +54,8 @@ from simclient.contact._thin_layer import (
     winkler_modulus,
 )
 
-__all__ = ["ContactPair", "Contact", "ContactStatus", "ContactForce", "ForceLaw", "HertzianLaw", "DoubleLayer",
-           "PenaltyStep", "step", "make_law", "LAWS", "DAMPING", "hertz_stiffness", "Material", "MATERIALS",
+__all__ = ["ContactPair", "Contact", "ContactStatus", "ContactForce", "ForceLaw", "HertzianLaw", "ViscoelasticLaw",
+           "DoubleLayer", "PenaltyStep", "step", "make_law", "LAWS", "DAMPING", "hertz_stiffness", "Material", "MATERIALS",
            "ElementGrid", "element_grid", "ElementContact", "ElementDetector", "FoundationContact",
            "CompartmentResult", "LayerLaw", "LinearLayer", "NonlinearLayer", "layer_result", "solve_contact",
            "ProfilePair", "CirclePair", "planar_pose", "solve_profile_contact", "Layer", "winkler_modulus",

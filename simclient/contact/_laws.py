@@ -28,7 +28,8 @@ import numpy as np
 from simclient.contact._point import Contact
 from simclient.errors import ContactError, ParameterError
 
-__all__ = ["ContactForce", "ForceLaw", "HertzianLaw", "DoubleLayer", "PenaltyStep", "step", "LAWS", "DAMPING",
+__all__ = ["ContactForce", "ForceLaw", "HertzianLaw", "ViscoelasticLaw", "DoubleLayer", "PenaltyStep", "step", "LAWS",
+           "DAMPING",
            "make_law", "hertz_stiffness", "Material", "MATERIALS"]
 
 #: Damping factor D(c_r) of each law of Table 5.4.
@@ -74,6 +75,10 @@ class ForceLaw(ABC):
     :meth:`contact_force` turns a contact into a :class:`ContactForce` for every law."""
 
     name: str
+    #: internal state variables the law carries through a simulation (0: none; see
+    #: :class:`ViscoelasticLaw`); a stateful law implements :meth:`state_rates` and reads its
+    #: state through :meth:`contact_force`'s ``state``
+    n_states: int = 0
 
     @abstractmethod
     def normal_force(self, delta: float, delta_dot: float, delta_dot0: float) -> float:
@@ -84,14 +89,30 @@ class ForceLaw(ABC):
     def elastic_energy(self, delta: float) -> float:
         """Energy (J) stored by the elastic part at indentation ``delta`` (m); 0 when apart."""
 
-    def contact_force(self, contact: Contact, velocity: np.ndarray, impact_velocity: float) -> ContactForce:
+    def state_rates(self, delta: float, delta_dot: float, state: np.ndarray) -> np.ndarray:
+        """Time derivatives of the internal state at indentation ``delta`` (m, <= 0 when apart) and
+        rate ``delta_dot`` (m/s)."""
+        return np.zeros(0)
+
+    def stateful_force(self, delta: float, delta_dot: float, state: np.ndarray) -> float:
+        """Normal force (N) of a stateful law."""
+        raise NotImplementedError
+
+    def contact_force(self, contact: Contact, velocity: np.ndarray, impact_velocity: float,
+                      state: np.ndarray | None = None) -> ContactForce:
         """The force of ``contact`` for the relative velocity ``velocity = v_i(P_i) - v_j(P_j)``
-        (m/s, global) of the bodies' material points, ``impact_velocity`` (m/s) latched at its onset.
-        It pushes body i at ``P_i`` along the normal of surface j, and body j back at ``P_j``."""
+        (m/s, global) of the bodies' material points, ``impact_velocity`` (m/s) latched at its onset
+        (a stateful law: its ``state``). It pushes body i at ``P_i`` along the normal of surface j,
+        and body j back at ``P_j``."""
         delta = contact.indentation
         if delta <= 0.0:
             return ContactForce(np.zeros(3), contact.point_i, contact.point_j, _ZERO, 0.0, 0.0)
-        f = self.normal_force(delta, contact.indentation_rate(velocity), impact_velocity)
+        if self.n_states:
+            if state is None:
+                raise ContactError(f"{self.name}: a stateful law needs its state")
+            f = self.stateful_force(delta, contact.indentation_rate(velocity), state)
+        else:
+            f = self.normal_force(delta, contact.indentation_rate(velocity), impact_velocity)
         F = f * contact.normal
         return ContactForce(F, contact.point_i, contact.point_j, _ZERO, self.elastic_energy(delta), float(F @ velocity))
 
@@ -127,6 +148,54 @@ class HertzianLaw(ForceLaw):
         return max(0.0, elastic * (1.0 + self.damping * delta_dot / delta_dot0))
 
     def elastic_energy(self, delta: float) -> float:
+        return self.K * max(delta, 0.0) ** (self.n + 1) / (self.n + 1)
+
+
+@dataclass(frozen=True)
+class ViscoelasticLaw(ForceLaw):
+    """Argatov's viscoelastic thin-layer law (eqs. 31, 33, 61) for a standard linear solid:
+    ``P(t) = K int_0^t Psi(t - tau) d(delta^n)/dtau dtau`` with the normalized relaxation function
+    ``Psi(t) = 1 + (1/rho - 1) exp(-t / (rho T))`` (``rho = E_inf / E_0`` in (0, 1], ``T`` the creep
+    time, s), ``K`` the elastic law's coefficient with the relaxed modulus E_inf (N/m^n: n = 2 for
+    the compressible layer, 3 for the incompressible one). One internal state ``q = int
+    exp(-(t - tau)/(rho T)) d(delta^n)``: ``P = K (delta^n + (1/rho - 1) q)``, ``q' = n delta^(n-1)
+    delta' - q / (rho T)`` (``delta`` taken as 0 when apart), clipped at zero (no adhesion).
+    Valid for one loading and one unloading phase (an impact), as the paper says."""
+
+    name: str
+    K: float
+    n: float
+    rho: float
+    T: float
+    n_states: int = 1
+
+    def __post_init__(self) -> None:
+        _check_stiffness(self.name, "K", self.K, self.n)
+        if not (0 < self.rho <= 1 and self.T > 0 and math.isfinite(self.T)):
+            raise ParameterError(f"{self.name}: rho = E_inf / E_0 must be in (0, 1] and T > 0 (s), got rho = "
+                                 f"{self.rho}, T = {self.T}")
+
+    @classmethod
+    def from_elastic(cls, law: HertzianLaw, rho: float, T: float) -> ViscoelasticLaw:
+        """The viscoelastic form of an elastic power law (e.g. Argatov's compressible or
+        incompressible thin-layer law built with the relaxed modulus E_inf)."""
+        return cls(f"viscoelastic-{law.name}", law.K, law.n, rho, T)
+
+    def normal_force(self, delta: float, delta_dot: float, delta_dot0: float) -> float:
+        raise ContactError(f"{self.name}: a stateful law; its force needs the state (stateful_force)")
+
+    def stateful_force(self, delta: float, delta_dot: float, state: np.ndarray) -> float:
+        d = max(delta, 0.0)
+        return max(0.0, self.K * (d**self.n + (1.0 / self.rho - 1.0) * state[0]))
+
+    def state_rates(self, delta: float, delta_dot: float, state: np.ndarray) -> np.ndarray:
+        d = max(delta, 0.0)
+        grow = self.n * d ** (self.n - 1) * delta_dot if d > 0 else 0.0
+        return np.array([grow - state[0] / (self.rho * self.T)])
+
+    def elastic_energy(self, delta: float) -> float:
+        """The relaxed (equilibrium) spring's energy; the energy held by the relaxing part is not
+        counted."""
         return self.K * max(delta, 0.0) ** (self.n + 1) / (self.n + 1)
 
 

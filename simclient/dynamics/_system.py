@@ -92,12 +92,24 @@ class MultibodySystem:
         self._Jinv = np.array([np.linalg.inv(b.inertia) for b in self.free]).reshape(-1, 3, 3)
         self._F, self._N = np.zeros((nb, 3)), np.zeros((nb, 3))
         self._surface_poses: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # the internal states of stateful contact laws follow the bodies' 13 states each
+        self._law_states: dict[int, slice] = {}
+        k = 13 * len(self.free)
+        for c in self.contacts:
+            if c.law.n_states:
+                self._law_states[id(c)] = slice(k, k + c.law.n_states)
+                k += c.law.n_states
+        self._y: np.ndarray = np.zeros(k)
 
     # -- state -------------------------------------------------------------------------------------
 
     def initial_state(self) -> np.ndarray:
-        return np.concatenate([np.concatenate([b.position, b.euler / np.linalg.norm(b.euler), b.velocity,
-                                               b.omega]) for b in self.free]) if self.free else np.zeros(0)
+        """13 states per free body (position, Euler parameters, velocity, angular velocity), then
+        the contact laws' internal states (zero: no history)."""
+        bodies = [np.concatenate([b.position, b.euler / np.linalg.norm(b.euler), b.velocity, b.omega])
+                  for b in self.free]
+        return np.concatenate([*bodies, np.zeros(sum(c.law.n_states for c in self.contacts))]) \
+            if bodies or self._law_states else np.zeros(0)
 
     def normalize(self, y: np.ndarray, t: float | None = None) -> np.ndarray:
         """Project Euler parameters back onto ``p . p = 1`` (drift control at every restart)."""
@@ -111,6 +123,7 @@ class MultibodySystem:
         """Poses and velocities of every body from the state vector (kept for the evaluation)."""
         _poses(y, self._free_idx, self._r, self._A, self._v, self._w)
         self._surface_poses.clear()
+        self._y = y
 
     def pose(self, body: Body) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(r, A, r', omega_global)`` of a body at the last state set."""
@@ -162,7 +175,21 @@ class MultibodySystem:
     def contact_force(self, c: ContactModel) -> tuple[Contact, ContactForce]:
         """Detect and apply the law: the contact and its force."""
         k = self.detect(c)
-        return k, c.law.contact_force(k, self.relative_velocity(c, k), c.impact_velocity)
+        state = self._y[self._law_states[id(c)]] if id(c) in self._law_states else None
+        return k, c.law.contact_force(k, self.relative_velocity(c, k), c.impact_velocity, state)
+
+    def _law_rates(self, dy: np.ndarray) -> None:
+        """The stateful laws' state derivatives into ``dy`` (at the last state set); a contact out
+        of contact mode is apart (indentation 0 for the law)."""
+        for c in self.contacts:
+            sl = self._law_states.get(id(c))
+            if sl is None:
+                continue
+            if c.active:
+                k = self.detect(c)
+                dy[sl] = c.law.state_rates(k.indentation, k.indentation_rate(self.relative_velocity(c, k)), self._y[sl])
+            else:
+                dy[sl] = c.law.state_rates(0.0, 0.0, self._y[sl])
 
     def gap(self, c: ContactModel, margin: float = 1e-3) -> float:
         """Signed gap (m), minus the indentation, from a probe of the contact.
@@ -193,6 +220,8 @@ class MultibodySystem:
         F, N = self.applied(t)
         dy = np.empty_like(y)
         _rates(y, self._free_idx, self._mass, self._J, self._Jinv, self.gravity, self._A, F, N, dy)
+        if self._law_states:
+            self._law_rates(dy)
         if self.constraints:
             self._constrain(t, y, dy)
         return dy

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from simclient.contact import LAWS, ForceLaw, make_law
+from simclient.contact import LAWS, ForceLaw, HertzianLaw, ViscoelasticLaw, make_law
 from simclient.dynamics import METHODS, Body, ContactModel, MultibodySystem, SimulationResult, Surface, simulate
 from simclient.errors import ParameterError
 from simclient.geometry import INTERPOLATIONS, StorageWindow
@@ -48,6 +48,9 @@ class BallParams:
     cr: float = param(1.0, "coefficient of restitution of the dissipative laws")
     K2: float = param(5.5e10, "double-layer: stiffness of the second layer", "N/m^1.5")
     h1: float = param(4.15e-4, "double-layer: thickness of the first layer", "m")
+    relax_ratio: float = param(1.0, "E_inf / E_0 of a standard linear solid: below 1 the law becomes Argatov's "
+                                    "viscoelastic form (hertz only), K being the relaxed stiffness")
+    creep_time: float = param(1e-3, "the standard linear solid's creep time T (with --relax-ratio)", "s")
     t_end: float = param(0.4, "simulated time", "s")
     window_ball: tuple[int, int] = extent_param((3, 3), "the ball's window, records")
     window_ground: tuple[int, int] = extent_param((3, 9), "the ground's window, records")
@@ -66,8 +69,15 @@ class BallParams:
 
     def force_law(self) -> ForceLaw:
         if self.law == "double-layer":
-            return make_law(self.law, self.K, n=self.n, K2=self.K2, h1=self.h1)
-        return make_law(self.law, self.K, self.cr, self.n)
+            law = make_law(self.law, self.K, n=self.n, K2=self.K2, h1=self.h1)
+        else:
+            law = make_law(self.law, self.K, self.cr, self.n)
+        if self.relax_ratio == 1.0:
+            return law
+        if not isinstance(law, HertzianLaw) or law.name != "hertz":
+            raise ParameterError("bouncing-ball: --relax-ratio makes the elastic law hertz viscoelastic; "
+                                 f"not {self.law}")
+        return ViscoelasticLaw.from_elastic(law, self.relax_ratio, self.creep_time)
 
 
 def hertz_drop(p: BallParams) -> dict[str, float]:
