@@ -36,8 +36,8 @@ from simclient.errors import ParameterError, SourceUnavailable
 from simclient.io import Source, open_surface
 from surfacestore.format import table_location
 
-__all__ = ["Scenario", "Summary", "Tables", "param", "extent_param", "check_choices", "SCENARIOS", "get_scenario",
-           "locate", "extent", "Progress"]
+__all__ = ["Scenario", "Summary", "Tables", "param", "extent_param", "check_choices", "check_positive", "SCENARIOS",
+           "get_scenario", "locate", "extent", "Progress"]
 
 #: progress callback: one line of text per stage
 Progress = Callable[[str], None]
@@ -61,6 +61,17 @@ def check_choices(params: Any, scenario: str) -> Any:
             raise ParameterError(f"{scenario}: unknown {f.name.replace('_', ' ')} {value!r}; choose one of "
                                  f"{', '.join(choices)}")
     return params
+
+
+def check_positive(params: Any, scenario: str, *names: str) -> None:
+    """:class:`ParameterError` naming the first of the fields ``names`` of ``params`` that is not
+    positive and finite (with its unit)."""
+    units = {f.name: f.metadata.get("unit", "") for f in dataclasses.fields(params)}
+    for name in names:
+        value = getattr(params, name)
+        if not (value > 0 and math.isfinite(value)):
+            unit = f" ({units[name]})" if units.get(name) else ""
+            raise ParameterError(f"{scenario}: {name} must be positive and finite{unit}, got {value}")
 
 
 def extent_param(default: tuple[int, int], help: str) -> Any:

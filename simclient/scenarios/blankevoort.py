@@ -49,7 +49,7 @@ from simclient.dynamics import BlankevoortLaw, newton
 from simclient.errors import ContactError, ParameterError
 from simclient.geometry import StorageWindow, rx, ry, rz
 from simclient.io import Source
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent_param, param
+from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_positive, extent_param, param
 
 __all__ = ["BUNDLES", "BlankevoortParams", "BlankevoortKnee", "blankevoort", "Blankevoort"]
 
@@ -102,10 +102,7 @@ class BlankevoortParams:
     tol: float = param(1e-6, "equilibrium tolerance, N and N m")
 
     def __post_init__(self) -> None:
-        for name in ("E", "thickness", "flexion_max_deg", "flexion_step_deg", "tol"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ParameterError(f"blankevoort: {name} must be positive, got {value}")
+        check_positive(self, "blankevoort", "E", "thickness", "flexion_max_deg", "flexion_step_deg", "tol")
         if not 0 <= self.nu < 0.5:
             raise ParameterError(f"blankevoort: nu must lie in [0, 0.5), got {self.nu}")
         if self.thickness > 0.02:

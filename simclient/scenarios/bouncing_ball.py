@@ -26,7 +26,7 @@ from simclient.dynamics import METHODS, Body, ContactModel, MultibodySystem, Sim
 from simclient.errors import ParameterError
 from simclient.geometry import INTERPOLATIONS, StorageWindow
 from simclient.io import MemorySource, Source, open_surface
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent_param, param
+from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_positive, extent_param, param
 
 __all__ = ["BallParams", "BouncingBall", "bouncing_ball", "hertz_drop", "G"]
 
@@ -62,10 +62,7 @@ class BallParams:
     prefetch: bool = param(False, "prefetch the strips the next window move will need")
 
     def __post_init__(self) -> None:
-        for key in ("mass", "radius", "t_end", "K", "rtol", "atol", "h"):
-            value = getattr(self, key)
-            if not (value > 0 and math.isfinite(value)):
-                raise ParameterError(f"bouncing-ball: {key} must be positive and finite, got {value}")
+        check_positive(self, "bouncing-ball", "mass", "radius", "t_end", "K", "rtol", "atol", "h")
 
     def force_law(self) -> ForceLaw:
         if self.law == "double-layer":

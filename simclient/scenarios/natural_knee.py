@@ -31,7 +31,7 @@ import numpy as np
 from simclient.contact import FoundationContact, LinearLayer, element_grid
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.io import Source, read_field
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, extent_param, param
+from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_positive, extent_param, param
 from simclient.scenarios.artificial_knee import ImplantKnee, ImplantKneeParams
 
 __all__ = ["NaturalKneeParams", "NaturalKnee", "natural_knee", "TABLE_3"]
@@ -55,10 +55,7 @@ class NaturalKneeParams:
     grid: tuple[int, int] = extent_param((30, 30), "elements per compartment")
 
     def __post_init__(self) -> None:
-        for name in ("load_N", "E", "femoral_thickness"):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value > 0):
-                raise ParameterError(f"natural-knee: {name} must be positive, got {value}")
+        check_positive(self, "natural-knee", "load_N", "E", "femoral_thickness")
         if not 0 <= self.nu < 0.5:
             raise ParameterError(f"natural-knee: nu must lie in [0, 0.5), got {self.nu}")
         if self.femoral_thickness > 0.01:

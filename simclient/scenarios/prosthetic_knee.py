@@ -47,7 +47,7 @@ from simclient.dynamics import (
 )
 from simclient.errors import ParameterError
 from simclient.geometry import StorageWindow
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_choices, param
+from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_choices, check_positive, param
 from simclient.scenarios.studies import Study, register
 
 __all__ = ["ProstheticKneeParams", "ProstheticKnee", "prosthetic_knee", "BODIES", "JOINT_VECTORS", "JOINTS"]
@@ -98,10 +98,7 @@ class ProstheticKneeParams:
 
     def __post_init__(self) -> None:
         check_choices(self, "prosthetic-knee")
-        for name in ("t_end", "stance_duration", "project_every"):
-            v = getattr(self, name)
-            if not (v > 0 and math.isfinite(v)):
-                raise ParameterError(f"prosthetic-knee: {name.replace('_', ' ')} must be positive and finite (s), got {v}")
+        check_positive(self, "prosthetic-knee", "t_end", "stance_duration", "project_every")
         if not (abs(self.thigh_range) <= 90):
             raise ParameterError(f"prosthetic-knee: the thigh range must be within +-90 deg, got {self.thigh_range}")
         if not (0 <= self.spring_preload < 0.05):
