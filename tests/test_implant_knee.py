@@ -132,3 +132,12 @@ def test_per_condyle_tables_carry_the_single_patchs_forces(implant_tables):
         forces[name] = {s: np.linalg.norm(r.force) for s, r in res.items()}
     for side in ("medial", "lateral"):
         assert forces["split"][side] == pytest.approx(forces["single"][side], rel=0.02)
+
+
+def test_a_settle_that_grinds_is_stopped_with_a_clear_error(implant_tables, monkeypatch):
+    import simclient.scenarios.artificial_knee as ak
+    from simclient.errors import SimulationError
+
+    monkeypatch.setattr(ak, "MAX_RELAX_EVALUATIONS", 50)  # a settle from the first touch takes about 400
+    with pytest.raises(SimulationError, match="did not finish within 50 contact evaluations"):
+        _knee(implant_tables, "linear").static(30.0, 1000.0)

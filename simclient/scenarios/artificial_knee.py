@@ -86,6 +86,9 @@ TOL_REL = 5e-4
 ACCEPT_REL = 1e-2
 #: central-difference steps of (si, ml, vv) for the Newton Jacobian: m, m, rad
 STEP = np.array([1e-8, 1e-8, 1e-7])
+#: the most contact evaluations one settle (:meth:`ImplantKnee.relax`) may take (a settle from a
+#: first touch takes about 400)
+MAX_RELAX_EVALUATIONS = 20_000
 #: the largest Newton step of (si, ml, vv): m, m, rad
 MAX_STEP = np.array([5e-5, 2e-4, 2e-3])
 
@@ -230,8 +233,14 @@ class ImplantKnee:
         one direction is unstable until both compartments touch)."""
         p = self.params
         c = np.array([p.damping, p.damping, p.damping_rot])
+        calls = [0]
 
         def rhs(t: float, y: np.ndarray) -> np.ndarray:
+            calls[0] += 1
+            if calls[0] > MAX_RELAX_EVALUATIONS:  # grinding (an edge contact, say): stop, saying so
+                raise SimulationError(f"artificial knee: the settle at flexion {math.degrees(load[0]):.2f} deg, load "
+                                      f"{load[3]:.1f} N did not finish within {MAX_RELAX_EVALUATIONS} contact "
+                                      f"evaluations (t = {t:.3g} of {t_end:g} s)")
             return self.generalized_forces(y, *load)[0] / c
 
         sol = integrate(rhs, (0.0, t_end), y0, method="BDF", rtol=1e-5, atol=[1e-7, 1e-7, 1e-5])
