@@ -389,7 +389,7 @@ def save_blankevoort(out: Path, summary: Summary) -> list[str]:
         f.write("path," + ",".join(cols) + "\n")
         for r, values in zip(rows, table):
             f.write(r["path"] + "," + ",".join(f"{v:.9g}" for v in values) + "\n")
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
     for path, style in (("internal", "-"), ("external", "--")):
         sel = [v for r, v in zip(rows, table) if r["path"] == path]
         if not sel:
