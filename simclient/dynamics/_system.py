@@ -100,6 +100,7 @@ class MultibodySystem:
                 self._law_states[id(c)] = slice(k, k + c.law.n_states)
                 k += c.law.n_states
         self._y: np.ndarray = np.zeros(k)
+        self._contact_rates: dict[int, np.ndarray] = {}  # the stateful laws' rates found by applied()
 
     # -- state -------------------------------------------------------------------------------------
 
@@ -179,17 +180,13 @@ class MultibodySystem:
         return k, c.law.contact_force(k, self.relative_velocity(c, k), c.impact_velocity, state)
 
     def _law_rates(self, dy: np.ndarray) -> None:
-        """The stateful laws' state derivatives into ``dy`` (at the last state set); a contact out
-        of contact mode is apart (indentation 0 for the law)."""
+        """The stateful laws' state derivatives into ``dy``: those :meth:`applied` found for the
+        contacts in contact mode, and for the others the rates of a law whose bodies are apart."""
         for c in self.contacts:
             sl = self._law_states.get(id(c))
-            if sl is None:
-                continue
-            if c.active:
-                k = self.detect(c)
-                dy[sl] = c.law.state_rates(k.indentation, k.indentation_rate(self.relative_velocity(c, k)), self._y[sl])
-            else:
-                dy[sl] = c.law.state_rates(0.0, 0.0, self._y[sl])
+            if sl is not None:
+                rates = self._contact_rates.get(id(c))
+                dy[sl] = rates if rates is not None else c.law.state_rates(0.0, 0.0, self._y[sl])
 
     def gap(self, c: ContactModel, margin: float = 1e-3) -> float:
         """Signed gap (m), minus the indentation, from a probe of the contact.
@@ -233,10 +230,15 @@ class MultibodySystem:
         F, N = self._F, self._N
         F[:] = 0.0
         N[:] = 0.0
+        self._contact_rates.clear()
         for c in self.contacts:
             if not (c.active or every_contact):
                 continue
-            _, cf = self.contact_force(c)
+            k, cf = self.contact_force(c)
+            sl = self._law_states.get(id(c))
+            if sl is not None:  # the stateful law's rates from the same detection
+                rate = k.indentation_rate(self.relative_velocity(c, k))
+                self._contact_rates[id(c)] = c.law.state_rates(k.indentation, rate, self._y[sl])
             _apply(self._bidx[id(c.i.body)], cf.point, cf.force, self._r, F, N)
             _apply(self._bidx[id(c.j.body)], cf.point_j, -cf.force, self._r, F, N)
             if cf.moment.any():
