@@ -137,6 +137,7 @@ class BlankevoortKnee:
                 # interpolation between evaluations (Newton needs a deterministic force)
                 self.foundations[s] = FoundationContact([grid], tibial[s], layer, extent=_whole(tibial[s]), full_every=0)
         self.laws: dict[str, BlankevoortLaw] = {}
+        self.reference_lengths: dict[str, float] = {}  # bundle lengths in the reference position (m)
         self.torque = 0.0  # axial torque on the femur about z (N m)
 
     # -- loads ------------------------------------------------------------------------------------
@@ -224,15 +225,17 @@ class BlankevoortKnee:
                 q[FREE] = x
                 return self.residual(q)
 
+            def checked() -> tuple[np.ndarray, dict[str, float]]:  # a full element search at q
+                F, M, sides = self.wrench(q, full=True)
+                return self.generalized(q, F, M)[FREE], sides
+
             r = newton(fun, q[FREE].copy(), tol=np.full(5, p.tol), step=STEP, max_iter=60, max_step=MAX_STEP)
             q[FREE] = r.x
-            if r.converged:  # a full element search at the solution; from there again if it moved
-                Q = self.residual(q, full=True)
-                if np.abs(Q).max() > p.tol:
-                    r = newton(fun, q[FREE].copy(), tol=np.full(5, p.tol), step=STEP, max_iter=60, max_step=MAX_STEP)
-                    q[FREE] = r.x
-            _, _, sides = self.wrench(q, full=True)
-            Q = self.residual(q, full=True)
+            Q, sides = checked()
+            if r.converged and np.abs(Q).max() > p.tol:  # the full search found more: from there again
+                q[FREE] = newton(fun, q[FREE].copy(), tol=np.full(5, p.tol), step=STEP, max_iter=60,
+                                 max_step=MAX_STEP).x
+                Q, sides = checked()
             return {"q": q, "converged": bool(np.abs(Q).max() <= p.tol), "Q": Q, "forces": sides}
         forces = np.full(len(active), p.compression_N / 2) if p0 is None else p0
         while True:
@@ -293,9 +296,9 @@ class BlankevoortKnee:
         if not x.converged:
             raise ContactError(f"blankevoort: no reference position (residual {np.abs(x.f).max():.3g})")
         q[free] = x.x[:2]
-        self.laws = {n: BlankevoortLaw.from_reference(k, L, eps_r) for (n, (k, eps_r, _, _)), L
-                     in zip(BUNDLES.items(), self.lengths(q).values())}
         self.reference_lengths = self.lengths(q)
+        self.laws = {n: BlankevoortLaw.from_reference(k, self.reference_lengths[n], eps_r)
+                     for n, (k, eps_r, _, _) in BUNDLES.items()}
         return q
 
     def _lift(self) -> float:
