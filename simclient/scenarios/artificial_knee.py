@@ -87,8 +87,9 @@ ACCEPT_REL = 1e-2
 #: central-difference steps of (si, ml, vv) for the Newton Jacobian: m, m, rad
 STEP = np.array([1e-8, 1e-8, 1e-7])
 #: the most contact evaluations one settle (:meth:`ImplantKnee.relax`) may take (a settle from a
-#: first touch takes about 400)
-MAX_RELAX_EVALUATIONS = 20_000
+#: first touch takes about 300 on the single patch and 35 000, half a minute, on the per-condyle
+#: tables, whose contact force has more kinks; 100 000 is a minute and a half)
+MAX_RELAX_EVALUATIONS = 100_000
 #: the largest Newton step of (si, ml, vv): m, m, rad
 MAX_STEP = np.array([5e-5, 2e-4, 2e-3])
 
