@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 from simclient.contact import Layer, compressible_law
 from simclient.io import open_surface
@@ -17,12 +16,8 @@ from simclient.scenarios.blankevoort import BUNDLES, SIDES, BlankevoortKnee, Bla
 
 
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory):
-    from simclient.scenarios import ensure_sample_tables
-
-    out = tmp_path_factory.mktemp("blankevoort")
-    ensure_sample_tables(out, names=[f"bk_{k}_{s}" for k in ("femoral", "tibial", "plane") for s in SIDES])
-    return out
+def tables(sample_tables):
+    return sample_tables  # the sample definitions hold the Blankevoort surfaces
 
 
 def _knee(tables, contact="linear"):
@@ -33,8 +28,7 @@ def _knee(tables, contact="linear"):
 
 
 def _run(tables, *args):
-    return subprocess.run([sys.executable, "-m", "simclient.cli", "run", "blankevoort", "--tables", str(tables),
-                           *args], capture_output=True, text=True)
+    return run_cli("run", "blankevoort", "--tables", str(tables), *args)
 
 
 def test_envelope_converges_on_both_paths(tables, tmp_path):

@@ -4,14 +4,12 @@ bad input a clear error with exit status 1 (2 for usage errors)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+from conftest import run_cli
 
 
-def simclient(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "simclient.cli", *args], capture_output=True, text=True)
+simclient = run_cli
 
 
 def test_run_help_lists_the_registry():

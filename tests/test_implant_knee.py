@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import warnings
 
 import numpy as np
 import pytest
-from conftest import ROOT, SHARED_DATA
+from conftest import ROOT, SHARED_DATA, build_definition, run_cli
 
 from simclient.io import open_surface
 from simclient.scenarios.artificial_knee import ImplantKnee, ImplantKneeParams
@@ -20,15 +17,8 @@ pytestmark = pytest.mark.skipif(not DM.exists(), reason="../shared/data/grand-ch
 
 @pytest.fixture(scope="module")
 def implant_tables(tmp_path_factory):
-    from preprocess.build import build_surface, load_spec
-
-    out = tmp_path_factory.mktemp("implant")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for spec in load_spec(ROOT / "sample_surfaces" / "real" / "grand_challenge_dm.toml"):
-            if spec.name != "patellar_button":
-                build_surface(spec, out)
-    return out
+    return build_definition(ROOT / "sample_surfaces" / "real" / "grand_challenge_dm.toml",
+                            tmp_path_factory.mktemp("implant"), skip=("patellar_button",))
 
 
 def _knee(tables, material):
@@ -68,8 +58,8 @@ def test_nonlinear_material_lowers_peak_pressure_and_spreads_the_area(implant_ta
 
 
 def test_cli_runs_the_gait_cycle_and_writes_maps(implant_tables, tmp_path):
-    r = subprocess.run([sys.executable, "-m", "simclient.cli", "run", "artificial-knee", "--tables", str(implant_tables),
-                        "--analysis", "gait", "--out", str(tmp_path), "--json"], capture_output=True, text=True)
+    r = run_cli("run", "artificial-knee", "--tables", str(implant_tables), "--analysis", "gait", "--out", str(tmp_path),
+                "--json")
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
     assert s["scenario"] == "artificial-knee" and set(s["compartments"]) == {"medial", "lateral"}

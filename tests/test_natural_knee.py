@@ -4,12 +4,9 @@ absent): equilibrium, small against large strain, bad input."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import warnings
 
 import pytest
-from conftest import ROOT, SHARED_DATA
+from conftest import ROOT, SHARED_DATA, build_definition, run_cli
 
 DATA = SHARED_DATA / "lenhart2015"
 pytestmark = pytest.mark.skipif(not DATA.exists(), reason="../shared/data/lenhart2015 is absent")
@@ -17,21 +14,15 @@ pytestmark = pytest.mark.skipif(not DATA.exists(), reason="../shared/data/lenhar
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
-    from preprocess.build import build_surface, load_spec
     from simclient.scenarios import ensure_sample_tables
 
-    out = tmp_path_factory.mktemp("natural")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for spec in load_spec(ROOT / "sample_surfaces" / "real" / "natural_knee.toml"):
-            build_surface(spec, out)
+    out = build_definition(ROOT / "sample_surfaces" / "real" / "natural_knee.toml", tmp_path_factory.mktemp("natural"))
     ensure_sample_tables(out, names=["natural_femoral_medial", "natural_femoral_lateral"])
     return out
 
 
 def _run(tables, *args):
-    return subprocess.run([sys.executable, "-m", "simclient.cli", "run", "natural-knee", "--tables", str(tables),
-                           *args], capture_output=True, text=True)
+    return run_cli("run", "natural-knee", "--tables", str(tables), *args)
 
 
 def test_static_settle_balances_the_load_with_small_and_large_strain(tables, tmp_path):
