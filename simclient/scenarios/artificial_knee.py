@@ -74,6 +74,11 @@ GAIT: dict[str, tuple[list[float], list[float]]] = {
 }
 
 
+#: the compartments' summary rows of the reports: (key, label, factor from SI to the label's unit)
+REPORT_ROWS = (("force_N", "contact force [N]", 1.0), ("torque_Nm", "contact torque [N m]", 1.0),
+               ("peak_pressure_Pa", "peak pressure [MPa]", 1e-6), ("mean_pressure_Pa", "average pressure [MPa]", 1e-6),
+               ("area_m2", "contact area [mm^2]", 1e6))
+
 #: equilibrium tolerance, relative to the axial load: |Q_si|, |Q_ml| <= TOL_REL load (N) and
 #: |Q_vv| <= TOL_REL load 20 mm (N m; about the compartments' half spacing, so that Newton's line
 #: search weighs force and moment alike). Not tighter: the windowed Hermite interpolation of the
@@ -476,17 +481,12 @@ class ArtificialKnee(Scenario, name="artificial-knee", params=ImplantKneeParams,
                          f"overall; maximum axial load at t = {summary['t_max_load_s']:.2f} s:")
         lines.append(f"  {'':24s}{'medial':>12s}{'lateral':>12s}")
         c = summary["compartments"]
-        for key, label, scale in (("force_N", "contact force [N]", 1), ("torque_Nm", "contact torque [N m]", 1),
-                                  ("peak_pressure_Pa", "peak pressure [MPa]", 1e-6),
-                                  ("mean_pressure_Pa", "average pressure [MPa]", 1e-6),
-                                  ("area_m2", "contact area [mm^2]", 1e6), ("active_elements", "active elements", 1)):
+        for key, label, scale in (*REPORT_ROWS, ("active_elements", "active elements", 1)):
             lines.append(f"  {label:24s}{c['medial'][key] * scale:12.4g}{c['lateral'][key] * scale:12.4g}")
         if "pressure_pass" in summary:
             pp = summary["pressure_pass"]
             lines.append(f"  pressure pass, {pp['element_grid'][0]} x {pp['element_grid'][1]} elements at the same pose:")
-            for key, label, scale in (("force_N", "contact force [N]", 1), ("torque_Nm", "contact torque [N m]", 1),
-                                      ("peak_pressure_Pa", "peak pressure [MPa]", 1e-6),
-                                      ("area_m2", "contact area [mm^2]", 1e6)):
+            for key, label, scale in REPORT_ROWS:
                 lines.append(f"  {label:24s}" + "".join(f"{pp['compartments'][n][key] * scale:12.4g}"
                                                         for n in ("medial", "lateral")))
         lines.extend(f"  wrote {f}" for f in summary.get("files", []))

@@ -32,7 +32,7 @@ from simclient.contact import FoundationContact, LinearLayer, element_grid
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.io import Source, read_field
 from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_positive, extent_param, param
-from simclient.scenarios.artificial_knee import ImplantKnee, ImplantKneeParams
+from simclient.scenarios.artificial_knee import REPORT_ROWS, ImplantKnee, ImplantKneeParams
 
 __all__ = ["NaturalKneeParams", "NaturalKnee", "natural_knee", "TABLE_3"]
 
@@ -156,10 +156,7 @@ class NaturalKneeScenario(Scenario, name="natural-knee", params=NaturalKneeParam
             return "\n".join([*lines, f"  FAILED: {summary['message']}"])
         lines.append(f"  {'':24s}{'large m':>10s}{'large l':>10s}{'small m':>10s}{'small l':>10s}   "
                      f"{'B&F large m / l':>17s}{'B&F small m / l':>18s}")
-        for key, label, scale in (("force_N", "contact force [N]", 1), ("torque_Nm", "contact torque [N m]", 1),
-                                  ("peak_pressure_Pa", "peak pressure [MPa]", 1e-6),
-                                  ("mean_pressure_Pa", "average pressure [MPa]", 1e-6),
-                                  ("area_m2", "contact area [mm^2]", 1e6)):
+        for key, label, scale in REPORT_ROWS:
             ours = [summary["strain"][st]["compartments"][n][key] * scale for st in ("large", "small")
                     for n in ("medial", "lateral")]
             paper = [summary["table_3"][st][n][key] * scale for st in ("large", "small") for n in ("medial", "lateral")]
