@@ -477,7 +477,7 @@ class ArtificialKnee(Scenario, name="artificial-knee", params=ImplantKneeParams,
             lines.append(f"  gait cycle: {g['wall_s']:.2f} s wall, {g['evaluations']} contact evaluations, "
                          f"{g['element_casts']} ray casts ({g['us_per_element']:.1f} us each with everything, "
                          f"{g['us_per_element_full_search']:.2f} us per element evaluation alone); force imbalance <= "
-                         f"{g['max_force_imbalance_stance']:.1%} of the load in stance, {g['max_force_imbalance']:.0%} "
+                         f"{g['max_force_imbalance_stance']:.1%} of the load in stance, {g['max_force_imbalance']:.1%} "
                          f"overall; maximum axial load at t = {summary['t_max_load_s']:.2f} s:")
         lines.append(f"  {'':24s}{'medial':>12s}{'lateral':>12s}")
         c = summary["compartments"]
