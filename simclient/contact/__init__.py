@@ -1,7 +1,8 @@
 """Contact: detection (geometry only) and the laws that turn it into forces, as Simbody splits them.
 
 - Point contact: :class:`ContactPair` solves the common-normal conditions between two storage
-  windows (compiled Newton) and returns a :class:`Contact` with a :class:`ContactStatus`; in the
+  windows (compiled Newton) and returns a :class:`Contact` with a :class:`ContactStatus` (along a
+  sequence of poses in one call: :class:`Contacts`, :meth:`ContactPair.detect_many`); in the
   plane, :class:`ProfilePair` does the same for two profile tables and :class:`CirclePair` gives the
   closed-form circle and line cases.
 - Force laws: a :class:`ForceLaw` takes a contact and the relative velocity and returns a
@@ -36,11 +37,12 @@ from simclient.contact._laws import (
     PenaltyStep,
     ViscoelasticLaw,
     hertz_stiffness,
+    law_force,
     make_law,
     step,
 )
 from simclient.contact._newton import ContactStatus, solve_contact
-from simclient.contact._point import Contact, ContactPair
+from simclient.contact._point import Contact, ContactPair, Contacts
 from simclient.contact._profile import CirclePair, ProfilePair, planar_pose, solve_profile_contact
 from simclient.contact._thin_layer import (
     EllipticContact,
@@ -54,10 +56,10 @@ from simclient.contact._thin_layer import (
     winkler_modulus,
 )
 
-__all__ = ["ContactPair", "Contact", "ContactStatus", "ContactForce", "ForceLaw", "HertzianLaw", "ViscoelasticLaw",
-           "DoubleLayer", "PenaltyStep", "step", "make_law", "LAWS", "DAMPING", "hertz_stiffness", "Material", "MATERIALS",
-           "ElementGrid", "element_grid", "ElementContact", "ElementDetector", "FoundationContact",
-           "CompartmentResult", "LayerLaw", "LinearLayer", "NonlinearLayer", "layer_result", "solve_contact",
-           "ProfilePair", "CirclePair", "planar_pose", "solve_profile_contact", "Layer", "winkler_modulus",
-           "incompressible_modulus", "shape_ratio", "force_factor", "EllipticContact", "incompressible_contact",
-           "compressible_law", "incompressible_law"]
+__all__ = ["ContactPair", "Contact", "Contacts", "ContactStatus", "ContactForce", "ForceLaw", "HertzianLaw",
+           "ViscoelasticLaw", "DoubleLayer", "PenaltyStep", "step", "law_force", "make_law", "LAWS", "DAMPING",
+           "hertz_stiffness", "Material", "MATERIALS", "ElementGrid", "element_grid", "ElementContact",
+           "ElementDetector", "FoundationContact", "CompartmentResult", "LayerLaw", "LinearLayer", "NonlinearLayer",
+           "layer_result", "solve_contact", "ProfilePair", "CirclePair", "planar_pose", "solve_profile_contact",
+           "Layer", "winkler_modulus", "incompressible_modulus", "shape_ratio", "force_factor", "EllipticContact",
+           "incompressible_contact", "compressible_law", "incompressible_law"]

@@ -21,16 +21,18 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from simclient.contact._point import Contact
 from simclient.errors import ContactError, ParameterError
+from simclient.geometry import jit
 
 __all__ = ["ContactForce", "ForceLaw", "HertzianLaw", "ViscoelasticLaw", "DoubleLayer", "PenaltyStep", "step", "LAWS",
            "DAMPING",
-           "make_law", "hertz_stiffness", "Material", "MATERIALS"]
+           "make_law", "hertz_stiffness", "Material", "MATERIALS", "law_force", "LAW_PARAMS_SIZE"]
 
 #: Damping factor D(c_r) of each law of Table 5.4.
 DAMPING: dict[str, Callable[[float], float]] = {
@@ -43,6 +45,55 @@ DAMPING: dict[str, Callable[[float], float]] = {
     "zhiying-qishao": lambda cr: 3 * (1 - cr**2) * math.exp(2 * (1 - cr)) / 4,
     "flores": lambda cr: 8 * (1 - cr) / (5 * cr),
 }
+
+
+@jit
+def step(a: float, x1: float, y1: float, x2: float, y2: float) -> float:
+    """The cubic STEP of multibody codes (Markus et al. 2019 eq. 8, with the continuity correction:
+    the printed middle branch has ``x2 - x1`` where ``y2 - y1`` belongs): ``y1`` for ``a <= x1``,
+    ``y1 + (y2 - y1) z^2 (3 - 2 z)`` with ``z = (a - x1) / (x2 - x1)`` between, ``y2`` for
+    ``a >= x2``; C1 (zero slope at both ends)."""
+    if a <= x1:
+        return y1
+    if a >= x2:
+        return y2
+    z = (a - x1) / (x2 - x1)
+    return y1 + (y2 - y1) * z * z * (3.0 - 2.0 * z)
+
+
+# the compiled laws (:func:`law_force`): a kind and LAW_PARAMS_SIZE parameters
+_HERTZIAN, _DOUBLE_LAYER, _PENALTY_STEP = 1, 2, 3
+LAW_PARAMS_SIZE = 5
+
+
+@jit
+def law_force(kind: int, p: np.ndarray, delta: float, delta_dot: float, delta_dot0: float) -> float:
+    """Normal force (N) of a compiled law (see :attr:`ForceLaw.packed`) at indentation ``delta``
+    (m), rate ``delta_dot`` (m/s) and impact velocity ``delta_dot0`` (m/s); NaN where a
+    dissipative law has no positive impact velocity. The one implementation of these laws: the
+    Python objects call it too."""
+    if delta <= 0.0:
+        return 0.0
+    if kind == _HERTZIAN:  # p = K, n, D
+        elastic = p[0] * delta ** p[1]
+        if p[2] == 0.0:
+            return elastic
+        if delta_dot0 <= 0.0:
+            return math.nan
+        return max(0.0, elastic * (1.0 + p[2] * delta_dot / delta_dot0))
+    if kind == _DOUBLE_LAYER:  # p = K1, K2, h1, n
+        if delta <= p[2]:
+            return p[0] * delta ** p[3]
+        return p[0] * p[2] ** p[3] + p[1] * (delta - p[2]) ** p[3]
+    if kind == _PENALTY_STEP:  # p = K, n, d_max, c_max
+        return max(0.0, p[0] * delta ** p[1] + step(delta, 0.0, 0.0, p[2], p[3]) * delta_dot)
+    return math.nan
+
+
+def _packed(kind: int, *values: float) -> tuple[int, np.ndarray]:
+    p = np.zeros(LAW_PARAMS_SIZE)
+    p[:len(values)] = values
+    return kind, p
 
 
 @dataclass(frozen=True)
@@ -79,6 +130,12 @@ class ForceLaw(ABC):
     #: :class:`ViscoelasticLaw`); a stateful law implements :meth:`state_rates` and reads its
     #: state through :meth:`contact_force`'s ``state``
     n_states: int = 0
+
+    @property
+    def packed(self) -> tuple[int, np.ndarray] | None:
+        """``(kind, parameters)`` of the law's compiled form (:func:`law_force`), or None where it
+        has none (then compiled right-hand sides leave the system to Python)."""
+        return None
 
     @abstractmethod
     def normal_force(self, delta: float, delta_dot: float, delta_dot0: float) -> float:
@@ -137,15 +194,15 @@ class HertzianLaw(ForceLaw):
             raise ParameterError(f"{self.name}: the coefficient of restitution must be in (0, 1], got {self.cr}")
         object.__setattr__(self, "damping", DAMPING[self.name](self.cr))
 
+    @cached_property
+    def packed(self) -> tuple[int, np.ndarray]:
+        return _packed(_HERTZIAN, self.K, self.n, self.damping)
+
     def normal_force(self, delta: float, delta_dot: float, delta_dot0: float) -> float:
-        if delta <= 0.0:
-            return 0.0
-        elastic = self.K * delta**self.n
-        if self.damping == 0.0:
-            return elastic
-        if delta_dot0 <= 0.0:
+        f = law_force(_HERTZIAN, self.packed[1], delta, delta_dot, delta_dot0)
+        if math.isnan(f):
             raise ContactError(f"{self.name}: the impact velocity must be positive, got {delta_dot0}")
-        return max(0.0, elastic * (1.0 + self.damping * delta_dot / delta_dot0))
+        return f
 
     def elastic_energy(self, delta: float) -> float:
         return self.K * max(delta, 0.0) ** (self.n + 1) / (self.n + 1)
@@ -216,12 +273,12 @@ class DoubleLayer(ForceLaw):
         if not (self.h1 > 0 and math.isfinite(self.h1)):
             raise ParameterError(f"{self.name}: the first layer's thickness h1 must be positive (m), got {self.h1}")
 
+    @cached_property
+    def packed(self) -> tuple[int, np.ndarray]:
+        return _packed(_DOUBLE_LAYER, self.K1, self.K2, self.h1, self.n)
+
     def normal_force(self, delta: float, delta_dot: float, delta_dot0: float) -> float:
-        if delta <= 0.0:
-            return 0.0
-        if delta <= self.h1:
-            return self.K1 * delta**self.n
-        return self.K1 * self.h1**self.n + self.K2 * (delta - self.h1) ** self.n
+        return law_force(_DOUBLE_LAYER, self.packed[1], delta, delta_dot, delta_dot0)
 
     def elastic_energy(self, delta: float) -> float:
         if delta <= 0.0:
@@ -230,19 +287,6 @@ class DoubleLayer(ForceLaw):
             return self.K1 * delta ** (self.n + 1) / (self.n + 1)
         e1 = self.K1 * self.h1 ** (self.n + 1) / (self.n + 1)
         return e1 + self.K1 * self.h1**self.n * (delta - self.h1) + self.K2 * (delta - self.h1) ** (self.n + 1) / (self.n + 1)
-
-
-def step(a: float, x1: float, y1: float, x2: float, y2: float) -> float:
-    """The cubic STEP of multibody codes (Markus et al. 2019 eq. 8, with the continuity correction:
-    the printed middle branch has ``x2 - x1`` where ``y2 - y1`` belongs): ``y1`` for ``a <= x1``,
-    ``y1 + (y2 - y1) z^2 (3 - 2 z)`` with ``z = (a - x1) / (x2 - x1)`` between, ``y2`` for
-    ``a >= x2``; C1 (zero slope at both ends)."""
-    if a <= x1:
-        return y1
-    if a >= x2:
-        return y2
-    z = (a - x1) / (x2 - x1)
-    return y1 + (y2 - y1) * z * z * (3.0 - 2.0 * z)
 
 
 @dataclass(frozen=True)
@@ -265,10 +309,12 @@ class PenaltyStep(ForceLaw):
         if not (self.c_max >= 0 and math.isfinite(self.c_max)):
             raise ParameterError(f"{self.name}: c_max must be non-negative (N s/m), got {self.c_max}")
 
+    @cached_property
+    def packed(self) -> tuple[int, np.ndarray]:
+        return _packed(_PENALTY_STEP, self.K, self.n, self.d_max, self.c_max)
+
     def normal_force(self, delta: float, delta_dot: float, delta_dot0: float) -> float:
-        if delta <= 0.0:
-            return 0.0
-        return max(0.0, self.K * delta**self.n + step(delta, 0.0, 0.0, self.d_max, self.c_max) * delta_dot)
+        return law_force(_PENALTY_STEP, self.packed[1], delta, delta_dot, delta_dot0)
 
     def elastic_energy(self, delta: float) -> float:
         return self.K * max(delta, 0.0) ** (self.n + 1) / (self.n + 1)

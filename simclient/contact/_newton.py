@@ -16,7 +16,7 @@ import numpy as np
 from simclient.geometry import OUTSIDE_TABLE, OUTSIDE_WINDOW, evaluate, jit, locate
 from simclient.geometry import layout as L
 
-__all__ = ["ContactStatus", "solve_contact"]
+__all__ = ["ContactStatus", "solve_contact", "solve_contacts"]
 
 
 class ContactStatus(IntEnum):
@@ -301,3 +301,25 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
     if status == CONVERGED and _dot(gi, L.EV_N, gj, L.EV_N) > 0.0:
         status = NORMALS_ALIGNED  # a wrong-way normal: the surfaces cannot touch here
     return status, it
+
+
+@jit
+def solve_contacts(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: np.ndarray, R_i: np.ndarray,
+                   c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, x: np.ndarray, work: np.ndarray, first: int,
+                   status: np.ndarray, params: np.ndarray, out: np.ndarray) -> int:
+    """:func:`solve_contact` along a sequence of poses ``(R_i[k], c_i[k], R_j[k], c_j[k])`` from
+    ``first`` on, each warm-started from the last converged solution ``x``: statuses, parameters and
+    outputs (``OUT_SIZE`` values) into ``status``, ``params``, ``out`` row k. Returns the number of
+    poses, or the index of the first pose that needs the caller (a window to move, a solve that
+    did not converge from its warm start: :meth:`ContactPair.detect` decides)."""
+    xk = np.empty(4)
+    for k in range(first, len(c_i)):
+        xk[:] = x
+        code, _ = solve_contact(buf_i, buf_j, ints, flts, R_i[k], c_i[k], R_j[k], c_j[k], xk, work)
+        if code != CONVERGED:
+            return k
+        status[k] = code
+        params[k] = xk
+        out[k] = work[:L.OUT_SIZE]
+        x[:] = xk
+    return len(c_i)

@@ -18,12 +18,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
-from simclient.contact._newton import ContactStatus, solve_contact
+from simclient.contact._newton import ContactStatus, solve_contact, solve_contacts
 from simclient.errors import ContactError, ParameterError
 from simclient.geometry import StorageWindow
 from simclient.geometry import layout as L
 
-__all__ = ["Contact", "ContactPair"]
+__all__ = ["Contact", "Contacts", "ContactPair"]
 
 _STATUSES = tuple(ContactStatus)  # a tuple lookup is ten times cheaper than ContactStatus(code)
 
@@ -76,6 +76,32 @@ class Contact:
                 f"point_i={self.point_i.tolist()}, normal={self.normal.tolist()})")
 
 
+class Contacts:
+    """Contacts along a sequence of n poses (:meth:`ContactPair.detect_many`), as arrays: ``status``
+    (n, :class:`ContactStatus` values), ``params`` (n x 4: ``u_i, v_i, u_j, v_j``), ``point_i``,
+    ``point_j``, ``normal``, ``normal_i`` (n x 3, global, m) and ``indentation`` (n, m), with the
+    conventions of :class:`Contact`; ``contacts[k]`` is the k-th as a :class:`Contact`."""
+
+    def __init__(self, status: np.ndarray, params: np.ndarray, data: np.ndarray) -> None:
+        self.status, self.params, self._d = status, params, data
+
+    point_i = property(lambda self: self._d[:, L.OUT_PI:L.OUT_PI + 3])
+    point_j = property(lambda self: self._d[:, L.OUT_PJ:L.OUT_PJ + 3])
+    normal = property(lambda self: self._d[:, L.OUT_N:L.OUT_N + 3])
+    normal_i = property(lambda self: self._d[:, L.OUT_NI:L.OUT_NI + 3])
+    indentation = property(lambda self: self._d[:, L.OUT_DEPTH])
+
+    @property
+    def converged(self) -> np.ndarray:
+        return self.status == ContactStatus.CONVERGED
+
+    def __len__(self) -> int:
+        return len(self.status)
+
+    def __getitem__(self, k: int) -> Contact:
+        return Contact(_STATUSES[self.status[k]], 0, self.params[k].copy(), self._d[k].copy())
+
+
 class ContactPair:
     """Contact detection between the surfaces read by ``window_i`` and ``window_j``.
 
@@ -118,8 +144,8 @@ class ContactPair:
     def _coarse(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> tuple[np.ndarray, float]:
         """For every point of window i the nearest point of window j: the pair of largest
         indentation along j's normal, as ``(u_i, v_i, u_j, v_j)``, and that indentation (m)."""
-        pi = _strided(self.wi.points(), self.coarse_points)
-        pj = _strided(self.wj.points(), self.coarse_points)
+        pi = self.wi.points(self.coarse_points).reshape(-1, self.wi.buffer.shape[-1])
+        pj = self.wj.points(self.coarse_points).reshape(-1, self.wj.buffer.shape[-1])
         Pi = pi[:, 2:5] @ R_i.T + c_i
         Pj = pj[:, 2:5] @ R_j.T + c_j
         Nj = pj[:, 5:8] @ R_j.T
@@ -185,7 +211,34 @@ class ContactPair:
         return contact
 
 
-def _strided(points: np.ndarray, n: int) -> np.ndarray:
-    su = max(1, points.shape[0] // n)
-    sv = max(1, points.shape[1] // n)
-    return points[::su, ::sv].reshape(-1, points.shape[-1])
+    def detect_many(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, strict: bool = False,
+                    update_windows: bool = True) -> Contacts:
+        """:meth:`detect` along a sequence of poses in one call (a trajectory to analyse, a sweep
+        of placements): ``R`` stacks (n x 3 x 3) or one matrix, ``c`` stacks (n x 3) or one vector,
+        each pose warm-started from the last converged one. The poses run in one compiled loop;
+        a pose that needs a window moved, or whose solve does not converge from its warm start,
+        goes through :meth:`detect` (same results, same errors with ``strict``)."""
+        n = max(len(a) if np.ndim(a) == nd else 1 for a, nd in ((R_i, 3), (c_i, 2), (R_j, 3), (c_j, 2)))
+        Ri, Rj = (np.ascontiguousarray(np.broadcast_to(R, (n, 3, 3)), dtype=float) for R in (R_i, R_j))
+        ci, cj = (np.ascontiguousarray(np.broadcast_to(c, (n, 3)), dtype=float) for c in (c_i, c_j))
+        status = np.zeros(n, dtype=np.int64)
+        params, out = np.zeros((n, 4)), np.zeros((n, L.OUT_SIZE))
+        k = 0
+        while k < n:
+            if self.x is not None:
+                if (self.wi.version, self.wj.version) != self._versions:
+                    self._sync()
+                self.ints[L.PAIR_CHECK] = 1 if update_windows else 0
+                x = self.x.copy()
+                done = solve_contacts(self.wi.buffer, self.wj.buffer, self.ints, self.flts, Ri, ci, Rj, cj, x,
+                                      self.work, k, status, params, out)
+                self.evaluations += done - k
+                if done > k:
+                    self.x = x
+                k = done
+                if k == n:
+                    break
+            c = self.detect(Ri[k], ci[k], Rj[k], cj[k], strict=strict, update_windows=update_windows)
+            status[k], params[k], out[k] = int(c.status), c.params, c._d
+            k += 1
+        return Contacts(status, params, out)

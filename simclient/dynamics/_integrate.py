@@ -2,11 +2,13 @@
 :class:`MultibodySystem` with contact events.
 
 :data:`METHODS` holds scipy's ``solve_ivp`` methods by name (``RK23``, ``RK45``, ``DOP853``,
-``Radau``, ``BDF``, ``LSODA``) and ``rk4``, the thesis' classical fixed-step Runge-Kutta written as
-a scipy ``OdeSolver`` (:class:`RK4`), so events are located the same way for every method: by root
-finding on the solver's dense output. A subclass of ``OdeSolver`` can be passed as ``method`` too.
-An unknown method is a :class:`simclient.errors.ParameterError` listing the methods; an integrator
-failure is a status of the result, never an exception.
+``Radau``, ``BDF``, ``LSODA``), ``rk4``, the thesis' classical fixed-step Runge-Kutta written as a
+scipy ``OdeSolver`` (:class:`RK4`), and ``DOP853-jit``, scipy's DOP853 with compiled stages
+(:class:`simclient.dynamics.CompiledDOP853`: the same steps and results to round-off). Events are
+located the same way for every method: by root finding on the solver's dense output. A subclass
+of ``OdeSolver`` can be passed as ``method`` too. An unknown method is a
+:class:`simclient.errors.ParameterError` listing the methods; an integrator failure is a status of
+the result, never an exception.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, DenseOutput, OdeSolver, Radau, solve_ivp
 
+from simclient.dynamics._compiled import CompiledDOP853, compile_system
 from simclient.errors import ContactError, ParameterError, SimulationError
 
 __all__ = ["METHODS", "RK4", "solver_class", "integrate", "simulate", "SimulationResult", "System"]
@@ -91,7 +94,7 @@ class _CubicHermite(DenseOutput):
 
 #: integration methods by name
 METHODS: dict[str, type[OdeSolver]] = {"RK23": RK23, "RK45": RK45, "DOP853": DOP853, "Radau": Radau, "BDF": BDF,
-                                       "LSODA": LSODA, "rk4": RK4}
+                                       "LSODA": LSODA, "rk4": RK4, "DOP853-jit": CompiledDOP853}
 
 
 def solver_class(method: str | type[OdeSolver]) -> type[OdeSolver]:
@@ -184,6 +187,11 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
     options: dict[str, Any] = {"rtol": rtol, "atol": atol, "max_step": max_step}
     if h is not None:
         options["h"] = h
+    # a compiled solver evaluates the system itself (see simclient.dynamics.CompiledDOP853)
+    kernel = compile_system(system)[0] if getattr(solver, "takes_kernel", False) else None
+    if kernel is not None:
+        options["kernel"] = kernel
+    rhs = system.rhs if kernel is None else kernel.rhs
     t0 = time.perf_counter()
     y = system.normalize(system.initial_state(), 0.0)
     t = 0.0
@@ -198,6 +206,8 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
         side = 1.0 if c.active else -1.0
 
         def ev(tt: float, yy: np.ndarray) -> float:
+            if kernel is not None:
+                return kernel.gap(c, yy) - side * EVENT_HYSTERESIS
             system.set_state(yy)
             return system.gap(c) - side * EVENT_HYSTERESIS
         ev.terminal = True  # type: ignore[attr-defined]
@@ -235,7 +245,7 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
             evs = [make_event(c) for c in system.contacts] + ([stop_event] if stop is not None else [])
             t_next = t_end if project_every is None else min(t_end, t + project_every)
             try:
-                sol = integrate(system.rhs, (t, t_next), y, method=solver, events=evs, dense_output=True,
+                sol = integrate(rhs, (t, t_next), y, method=solver, events=evs, dense_output=True,
                                 **segment_options)
             except ContactError:
                 # a trial state far from the last accepted one (a large step into a stiff contact)

@@ -19,15 +19,39 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol
 
 import numpy as np
 
 from simclient.dynamics._bodies import Body, Poses
 from simclient.errors import ParameterError
+from simclient.geometry import jit
 
 __all__ = ["Load", "LigamentLaw", "QuadraticLaw", "BlankevoortLaw", "LinearSpring", "Ligament", "spring_damper",
-           "pulse", "PointLoad"]
+           "pulse", "PointLoad", "spring_force"]
+
+# the compiled spring laws (:func:`spring_force`): a kind and three parameters
+_QUADRATIC, _BLANKEVOORT, _LINEAR = 1, 2, 3
+
+
+@jit
+def spring_force(kind: int, p: np.ndarray, length: float) -> float:
+    """Force (N, positive in tension) of a compiled ligament law (``packed`` of :class:`QuadraticLaw`,
+    :class:`BlankevoortLaw`, :class:`LinearSpring`) at ``length`` (m): the one implementation of
+    these laws, which the Python objects call too."""
+    if kind == _QUADRATIC:  # p = k, l0
+        return p[0] * (length - p[1]) ** 2 if length > p[1] else 0.0
+    if kind == _BLANKEVOORT:  # p = k, l0, eps_l
+        eps = (length - p[1]) / p[1]
+        if eps <= 0.0:
+            return 0.0
+        if eps <= 2 * p[2]:
+            return p[0] * eps * eps / (4 * p[2])
+        return p[0] * (eps - p[2])
+    if kind == _LINEAR:  # p = k, l0
+        return p[0] * (length - p[1])
+    return math.nan
 
 
 class Load(Protocol):
@@ -52,8 +76,13 @@ class QuadraticLaw:
     k: float
     l0: float
 
+    @cached_property
+    def packed(self) -> tuple[int, np.ndarray]:
+        """``(kind, parameters)`` of :func:`spring_force`."""
+        return _QUADRATIC, np.array([self.k, self.l0, 0.0])
+
     def force(self, length: float) -> float:
-        return self.k * (length - self.l0) ** 2 if length > self.l0 else 0.0
+        return spring_force(_QUADRATIC, self.packed[1], length)
 
 
 @dataclass(frozen=True)
@@ -69,13 +98,13 @@ class BlankevoortLaw:
         """Slack length from the reference length and reference strain: ``l0 = l_r/(eps_r + 1)``."""
         return cls(k, l_ref / (eps_ref + 1.0), eps_l)
 
+    @cached_property
+    def packed(self) -> tuple[int, np.ndarray]:
+        """``(kind, parameters)`` of :func:`spring_force`."""
+        return _BLANKEVOORT, np.array([self.k, self.l0, self.eps_l])
+
     def force(self, length: float) -> float:
-        eps = (length - self.l0) / self.l0
-        if eps <= 0.0:
-            return 0.0
-        if eps <= 2 * self.eps_l:
-            return self.k * eps * eps / (4 * self.eps_l)
-        return self.k * (eps - self.eps_l)
+        return spring_force(_BLANKEVOORT, self.packed[1], length)
 
 
 @dataclass(frozen=True)
@@ -85,8 +114,13 @@ class LinearSpring:
     k: float
     l0: float
 
+    @cached_property
+    def packed(self) -> tuple[int, np.ndarray]:
+        """``(kind, parameters)`` of :func:`spring_force`."""
+        return _LINEAR, np.array([self.k, self.l0, 0.0])
+
     def force(self, length: float) -> float:
-        return self.k * (length - self.l0)
+        return spring_force(_LINEAR, self.packed[1], length)
 
 
 @dataclass

@@ -21,7 +21,7 @@ contact mode, where the right-hand side detects the contact and applies the law'
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -317,9 +317,10 @@ class MultibodySystem:
             dy[13 * f + 10:13 * f + 13] = acc[6 * f + 3:6 * f + 6]
         self.set_state(y)
 
-    def energy(self, y: np.ndarray) -> float:
-        """Kinetic + gravitational + elastic contact energy (J) at state ``y`` (contacts in
-        contact mode contribute their law's elastic energy)."""
+    def energy(self, y: np.ndarray, gap: Callable[[ContactModel, np.ndarray], float] | None = None) -> float:
+        """Kinetic + gravitational + elastic contact energy (J) at state ``y`` (contacts that
+        indent contribute their law's elastic energy); ``gap(contact, y)`` is the probe (m) to use
+        (default :meth:`gap`; e.g. a compiled system's, :func:`simclient.dynamics.compile_system`)."""
         self.set_state(y)
         e = 0.0
         for b in self.free:
@@ -327,7 +328,7 @@ class MultibodySystem:
             v, w = y[k + 7:k + 10], y[k + 10:k + 13]
             e += 0.5 * b.mass * v @ v + 0.5 * w @ b.inertia @ w - b.mass * self.gravity @ y[k:k + 3]
         for c in self.contacts:
-            e += c.law.elastic_energy(-self.gap(c))
+            e += c.law.elastic_energy(-(self.gap(c) if gap is None else gap(c, y)))
         return e
 
 

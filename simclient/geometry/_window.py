@@ -273,11 +273,14 @@ class StorageWindow:
                              tu=ev[L.EV_TU:L.EV_TU + 3].copy(), tv=ev[L.EV_TV:L.EV_TV + 3].copy(),
                              su=ev[L.EV_SU:L.EV_SU + 3].copy(), sv=ev[L.EV_SV:L.EV_SV + 3].copy())
 
-    def points(self) -> np.ndarray:
-        """The window's points in grid order: array ``(i1-i0, j1-j0, 14)`` (a copy)."""
+    def points(self, side: int | None = None) -> np.ndarray:
+        """The window's points in grid order: array ``(i1-i0, j1-j0, 14)`` (a copy); with ``side``,
+        every k-th point along each grid direction, k = max(1, points // side)."""
         i0, i1, j0, j1 = (int(x) for x in self.ip[[L.IP_I_LO, L.IP_I_HI, L.IP_J_LO, L.IP_J_HI]])
+        su = max(1, (i1 - i0) // side) if side else 1
+        sv = max(1, (j1 - j0) // side) if side else 1
         Bu, Bv = self.buffer.shape[:2]
-        return self.buffer[np.arange(i0, i1)[:, None] % Bu, np.arange(j0, j1)[None, :] % Bv]
+        return self.buffer[np.arange(i0, i1, su)[:, None] % Bu, np.arange(j0, j1, sv)[None, :] % Bv]
 
     @property
     def stats(self) -> dict[str, Any]:

@@ -152,8 +152,9 @@ def knee3d(tables: Tables, params: KneeParams = KneeParams()) -> Summary:
               "contact_onsets": [{"t": e["t"], "contact": e["contact"]} for e in onsets],
               "peak_ligament": max(peak, key=lambda k: peak[k]), "peak_ligament_forces_N": peak,
               "peak_ligament_above_30_deg": max(peak30, key=lambda k: peak30[k]),
+              # (the stop event ends at the final flexion to within its root's tolerance)
               "internal_rotation_deg": {f"{int(a)}": float(np.interp(a, flex, rot)) for a in range(0, 81, 10)
-                                        if a <= max(flex)},
+                                        if a <= max(flex) + 1e-6},
               "max_internal_rotation_at_flexion_deg": float(flex[int(np.argmax(rot))]),
               "wall_s": res.wall_s, "steps": res.steps, "rhs_evaluations": res.nfev, "method": p.method,
               "windows": windows}

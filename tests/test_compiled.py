@@ -1,0 +1,117 @@
+"""The compiled integrator (``DOP853-jit``) and the batched contact API against the reference path
+(scipy's DOP853 with the Python right-hand side, ``ContactPair.detect`` one pose at a time)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simclient.contact import ContactPair, ContactStatus, ViscoelasticLaw, make_law
+from simclient.dynamics import Body, ContactModel, MultibodySystem, PointLoad, Surface, compile_system, simulate
+from simclient.geometry import StorageWindow, euler_from_axis_angle, rotation_matrix
+from simclient.io import LocalSource
+from simclient.scenarios import Tables, locate
+from simclient.scenarios.bouncing_ball import BallParams, bouncing_ball
+
+
+def _ball(tables, method, **params):
+    return bouncing_ball(locate("ball_333", tables=tables), locate("ground", tables=tables),
+                         BallParams(method=method, **params))
+
+
+@pytest.mark.parametrize("params", [{}, {"law": "hunt-crossley", "cr": 0.7}, {"law": "double-layer"},
+                                    {"law": "penalty-step", "t_end": 0.1}])
+def test_compiled_ball_matches_the_reference_path(sample_tables, params):
+    """The steps of scipy's DOP853 (a step more or less where round-off tips a step-size choice)
+    and the same impacts to round-off: the compiled stages are the Python right-hand side's
+    arithmetic, the laws one compiled function."""
+    ref, jit = _ball(sample_tables, "DOP853", **params), _ball(sample_tables, "DOP853-jit", **params)
+    assert ref["status"] == jit["status"] == "ok"
+    assert abs(jit["steps"] - ref["steps"]) <= 0.01 * ref["steps"]
+    assert jit["impacts"] == ref["impacts"] >= 1
+    np.testing.assert_allclose(jit["impact_times_s"], ref["impact_times_s"], rtol=1e-9)
+    np.testing.assert_allclose(jit["max_indentation_m"], ref["max_indentation_m"], rtol=1e-7)
+    np.testing.assert_allclose(jit["separation_velocities_m_s"], ref["separation_velocities_m_s"], rtol=1e-7)
+    if params.get("law", "hertz") in ("hertz", "double-layer"):  # elastic: energy is conserved
+        assert jit["energy_drift"] < 1e-8 and ref["energy_drift"] < 1e-8
+
+
+def test_compiled_ball_hands_window_moves_to_python(sample_tables):
+    """A 3 x 3 ground window must move as the ball travels: the compiled stages hand those stages
+    to the Python right-hand side, and the impacts are the reference run's. (Which records a
+    window visits on its way depends on the trial stages, which round-off shifts: the counts of
+    moves may differ.)"""
+    ref = _ball(sample_tables, "DOP853", window_ground=(3, 3))
+    jit = _ball(sample_tables, "DOP853-jit", window_ground=(3, 3))
+    assert jit["windows"]["ground"]["updates"] >= 2 and ref["windows"]["ground"]["updates"] >= 2
+    np.testing.assert_allclose(jit["impact_times_s"], ref["impact_times_s"], rtol=1e-9)
+    np.testing.assert_allclose(jit["max_indentation_m"], ref["max_indentation_m"], rtol=1e-7)
+
+
+def test_compiled_knee3d_matches_the_reference_path(sample_tables):
+    """The 3D knee (two point contacts, eight ligaments) compiled and in Python: the same
+    behaviours, rotations within 1e-3 deg and ligament forces within 0.1 % (the runs differ by
+    round-off, which window moves at slightly different stages amplify a little)."""
+    from simclient.scenarios.knee3d import KneeParams, knee3d
+
+    ref = knee3d(Tables(folder=sample_tables), KneeParams(method="DOP853"))
+    jit = knee3d(Tables(folder=sample_tables), KneeParams(method="DOP853-jit"))
+    assert ref["status"] == jit["status"] == "ok"
+    for key in ("first_contact", "contacts", "peak_ligament", "peak_ligament_above_30_deg"):
+        assert jit[key] == ref[key], key
+    assert jit["internal_rotation_deg"].keys() == ref["internal_rotation_deg"].keys()
+    for a, rot in ref["internal_rotation_deg"].items():
+        assert jit["internal_rotation_deg"][a] == pytest.approx(rot, abs=1e-3), a
+    for name, f in ref["peak_ligament_forces_N"].items():
+        assert jit["peak_ligament_forces_N"][name] == pytest.approx(f, rel=1e-3), name
+
+
+def _ball_system(tables, law, push=False):
+    ball = Body("ball", mass=0.092, inertia=np.eye(3) * 1.5e-5, position=np.array([-0.03, 0, 0.032]))
+    loads = [PointLoad(ball, np.zeros(3), np.array([1.0, 0, 0]), lambda t: 0.01)] if push else []
+    w_ball = StorageWindow(LocalSource(tables / "ball_333.zarr"), (3, 3), centre=(0.0, 0.0))
+    w_ground = StorageWindow(LocalSource(tables / "ground.zarr"), (3, 9), centre=(0.0, -0.03))
+    contact = ContactModel("c", Surface(ball, w_ball), Surface(Body("ground", fixed=True), w_ground), law)
+    return MultibodySystem([ball, contact.j.body], [contact], loads=loads)
+
+
+def test_systems_without_a_compiled_form_run_the_reference_path(sample_tables):
+    """A law with internal states or a load other than a ligament: ``compile_system`` says why,
+    and ``DOP853-jit`` is then scipy's DOP853, step for step."""
+    hertz = make_law("hertz", 5.5e9)
+    visco = ViscoelasticLaw.from_elastic(hertz, 0.5, 2e-4)
+    for law, push in ((visco, False), (hertz, True)):
+        kernel, reason = compile_system(_ball_system(sample_tables, law, push))
+        assert kernel is None and "no compiled form" in reason
+        runs = [simulate(_ball_system(sample_tables, law, push), 0.06, method=m) for m in ("DOP853", "DOP853-jit")]
+        assert runs[0].nfev == runs[1].nfev and runs[0].steps == runs[1].steps
+        np.testing.assert_array_equal(runs[0].y[:, -1], runs[1].y[:, -1])
+    assert compile_system(_ball_system(sample_tables, hertz))[0] is not None
+
+
+def _sliding_poses(n):
+    """The ball sliding along x and rolling about x over the ground, every 10 us (bench contact's motion)."""
+    A = np.array([rotation_matrix(euler_from_axis_angle(np.array([1.0, 0, 0]), 0.15 * k * 1e-5 / 0.02))
+                  for k in range(n)])
+    c = np.array([[-0.03 + 0.15 * k * 1e-5, 0.0, 0.02 - 2e-5] for k in range(n)])
+    return A, c
+
+
+def test_detect_many_equals_detect_one_pose_at_a_time(sample_tables):
+    """The batched detection gives the single calls' results bit for bit, window moves included."""
+    def pair():
+        return ContactPair(StorageWindow(LocalSource(sample_tables / "ball_333.zarr"), (3, 3), centre=(0.0, 0.0)),
+                           StorageWindow(LocalSource(sample_tables / "ground.zarr"), (3, 3), centre=(0.0, -0.03)))
+    A, c = _sliding_poses(4000)
+    I, z = np.eye(3), np.zeros(3)
+    one, many = pair(), pair()
+    singles = [one.detect(A[k], c[k], I, z) for k in range(len(c))]
+    batch = many.detect_many(A, c, I, z)
+    assert many.wj.updates == one.wj.updates >= 1
+    assert len(batch) == len(c) and batch.converged.all()
+    np.testing.assert_array_equal(batch.indentation, [s.indentation for s in singles])
+    np.testing.assert_array_equal(batch.point_i, [s.point_i for s in singles])
+    np.testing.assert_array_equal(batch.params, [s.params for s in singles])
+    assert batch[17].indentation == singles[17].indentation and batch[17].status == ContactStatus.CONVERGED
+    # the analytic sphere on the plane: 20 um deep everywhere
+    np.testing.assert_allclose(batch.indentation, 2e-5, atol=1e-9)
