@@ -31,7 +31,6 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from scipy.interpolate import RegularGridInterpolator
 from scipy.spatial import cKDTree
 
 from simclient.errors import ContactError
@@ -129,11 +128,29 @@ def _constant(value: float, uv: np.ndarray) -> np.ndarray:
     return np.full(len(uv), value)
 
 
-def _field(source: Source, array: str) -> RegularGridInterpolator:
+class _GridField:
+    """Bilinear interpolation of a per-point field on the table's parameter grid at (u, v) rows
+    (scipy's ``RegularGridInterpolator``, linear, without its per-call overhead: the contact
+    detection calls it at every evaluation)."""
+
+    def __init__(self, u0: float, du: float, v0: float, dv: float, values: np.ndarray) -> None:
+        self.u0, self.du, self.v0, self.dv, self.values = u0, du, v0, dv, np.asarray(values, float)
+
+    def __call__(self, uv: np.ndarray) -> np.ndarray:
+        uv = np.asarray(uv, float)
+        nu, nv = self.values.shape
+        x, y = (uv[:, 0] - self.u0) / self.du, (uv[:, 1] - self.v0) / self.dv
+        i, j = np.clip(np.floor(x).astype(np.intp), 0, nu - 2), np.clip(np.floor(y).astype(np.intp), 0, nv - 2)
+        fx, fy = x - i, y - j
+        V = self.values
+        return ((1 - fx) * ((1 - fy) * V[i, j] + fy * V[i, j + 1])
+                + fx * ((1 - fy) * V[i + 1, j] + fy * V[i + 1, j + 1]))
+
+
+def _field(source: Source, array: str) -> _GridField:
     """Bilinear interpolation of a table's extra per-point field (read whole) at (u, v) rows."""
     h = source.header
-    grid = (h.u0 + h.du * np.arange(h.u_npts), h.v0 + h.dv * np.arange(h.v_npts))
-    return RegularGridInterpolator(grid, read_field(source, array))
+    return _GridField(h.u0, h.du, h.v0, h.dv, read_field(source, array))
 
 @dataclass
 class ElementContact:

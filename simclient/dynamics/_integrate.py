@@ -204,12 +204,24 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
     def make_event(c: Any) -> Callable[[float, np.ndarray], float]:
         # an onset is the gap falling through -EVENT_HYSTERESIS, a separation it rising through +
         side = 1.0 if c.active else -1.0
+        # A probe's value depends on its warm start (where an iterate leaves a window, or which of
+        # two common normals it finds), so the same state can probe differently later; the root
+        # search must see at a step's ends the values that made the solver detect the crossing.
+        seen: dict[float, tuple[np.ndarray, float]] = {}
 
         def ev(tt: float, yy: np.ndarray) -> float:
+            old = seen.get(tt)
+            if old is not None and np.allclose(old[0], yy, rtol=1e-12, atol=1e-15):
+                return old[1]
             if kernel is not None:
-                return kernel.gap(c, yy) - side * EVENT_HYSTERESIS
-            system.set_state(yy)
-            return system.gap(c) - side * EVENT_HYSTERESIS
+                g = kernel.gap(c, yy) - side * EVENT_HYSTERESIS
+            else:
+                system.set_state(yy)
+                g = system.gap(c) - side * EVENT_HYSTERESIS
+            if len(seen) >= 4:  # the step ends only: a few entries
+                del seen[next(iter(seen))]
+            seen[tt] = (yy.copy(), g)
+            return g
         ev.terminal = True  # type: ignore[attr-defined]
         ev.direction = side  # type: ignore[attr-defined]
         return ev

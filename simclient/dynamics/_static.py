@@ -51,18 +51,21 @@ def _axial(W: np.ndarray) -> np.ndarray:
 
 @dataclass
 class NewtonResult:
-    """A root search: the point ``x``, the residual ``f`` there, the Newton ``iterations`` taken
-    and whether every ``|f_i| <= tol_i`` (``converged``)."""
+    """A root search: the point ``x``, the residual ``f`` there, the Newton ``iterations`` taken,
+    whether every ``|f_i| <= tol_i`` (``converged``) and the last ``jacobian`` (None if none was
+    needed)."""
 
     x: np.ndarray
     f: np.ndarray
     iterations: int
     converged: bool
+    jacobian: np.ndarray | None = None
 
 
 def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.ndarray, step: np.ndarray,
            max_iter: int = 50, max_step: np.ndarray | None = None,
-           unheld: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray | None] | None = None) -> NewtonResult:
+           unheld: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray | None] | None = None,
+           jacobian: np.ndarray | None = None) -> NewtonResult:
     """Solve ``fun(x) = 0`` (as many equations as unknowns) by Newton's method.
 
     The Jacobian by central differences with steps ``step`` (per unknown), the Newton step by least
@@ -73,24 +76,37 @@ def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.n
     ``max_iter`` iterations or when no step along Newton's direction lowers the residual (a kink
     of ``fun``, or the noise of its evaluation). ``unheld(x, f, J)``, called
     before each step, may return a new ``x`` (e.g. a coordinate without stiffness moved along its
-    load) or None to take the Newton step."""
+    load) or None to take the Newton step.
+
+    ``jacobian``: a Jacobian to start from (e.g. the last solve's along a path,
+    :attr:`NewtonResult.jacobian`). It is then updated by Broyden's rule after each step, and
+    computed again by central differences only where a step along it fails to lower the residual:
+    one evaluation per iteration where the Jacobian changes little, instead of ``2 n + 1``."""
     x = np.array(x0, float)
     tol = np.asarray(tol, float)
     f = fun(x)
-    for it in range(max_iter + 1):
+    broyden = jacobian is not None
+    J = np.array(jacobian, float) if broyden else None
+    last = J  # the last Jacobian computed or updated, for the result
+    fresh = False  # J by central differences at x
+    it = 0
+    while True:
         if np.all(np.abs(f) <= tol):
-            return NewtonResult(x, f, it, True)
+            return NewtonResult(x, f, it, True, last)
         if it == max_iter:
-            break
-        J = np.empty((len(f), len(x)))
-        for col in range(len(x)):
-            dx = np.zeros(len(x))
-            dx[col] = step[col]
-            J[:, col] = (fun(x + dx) - fun(x - dx)) / (2 * step[col])
+            return NewtonResult(x, f, max_iter, False, last)
+        if J is None:
+            J = np.empty((len(f), len(x)))
+            for col in range(len(x)):
+                dx = np.zeros(len(x))
+                dx[col] = step[col]
+                J[:, col] = (fun(x + dx) - fun(x - dx)) / (2 * step[col])
+            fresh, last = True, J
         moved = unheld(x, f, J) if unheld is not None else None
         if moved is not None:
-            x = moved
+            x, J = moved, None
             f = fun(x)
+            it += 1
             continue
         dx = np.linalg.lstsq(J, -f, rcond=None)[0]
         if max_step is not None:
@@ -103,10 +119,21 @@ def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.n
             if float(np.sum((ft / tol) ** 2)) < (1 - 1e-4 * lam) * merit:
                 break
             lam /= 2
-            if lam < 1 / 32:  # no step lowers the residual: stalled (a kink, or noise in fun)
-                return NewtonResult(x, f, it + 1, False)
+            if lam < 1 / 32:
+                break
+        if lam < 1 / 32:  # no step lowers the residual
+            if fresh:  # stalled (a kink, or noise in fun)
+                return NewtonResult(x, f, it + 1, False, last)
+            J = None  # an updated Jacobian gone stale: central differences at x, and again
+            continue
+        it += 1
+        if broyden:
+            s, y = trial - x, ft - f
+            J = last = J + np.outer(y - J @ s, s) / float(s @ s)
+            fresh = False
+        else:
+            J = None
         x, f = trial, ft
-    return NewtonResult(x, f, max_iter, False)
 
 
 def _flat_columns(J: np.ndarray) -> list[int]:

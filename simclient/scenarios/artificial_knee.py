@@ -106,7 +106,8 @@ class ImplantKneeParams:
     material: str = param("linear", "UHMWPE model", choices=("linear", "nonlinear"))
     femoral_surface: str = param("single", "the femoral component as one fitted patch or one toroidal table per "
                                  "condyle (--femoral-medial, --femoral-lateral)", choices=("single", "per-condyle"))
-    window: tuple[int, int] = extent_param((9, 9), "storage window on the femoral table(s), records")
+    window: tuple[int, int] = extent_param((17, 17), "storage window on the femoral table(s), records (smaller "
+                                           "windows than the contact areas thrash: 9 x 9 moved 1035 times in a cycle)")
     analysis: str = param("both", "static settles, the gait-like cycle or both", choices=("static", "gait", "both"))
     grid: tuple[int, int] = extent_param((30, 30), "elements per compartment")
     pressure_grid: tuple[int, int] = extent_param((50, 50), "elements per compartment of the pressure pass at maximum "
@@ -183,6 +184,7 @@ class ImplantKnee:
     neutral: np.ndarray = field(init=False)  # femoral origin at the neutral pose, touching (m)
     load_z: float = field(init=False)  # ML position of the axial load line (m)
     centres: dict[str, float] = field(init=False)
+    jacobian: np.ndarray | None = field(init=False, default=None)  # the last equilibrium's, d(Q)/d(si, ml, vv)
 
     def __post_init__(self) -> None:
         p = self.params
@@ -223,12 +225,10 @@ class ImplantKnee:
         res = self.contact.evaluate(np.eye(3), np.zeros(3), R, r, full=full)
         F = sum(c.force for c in res.values())
         T0 = sum(c.torque for c in res.values())  # about the insert origin
-        T = T0 - np.cross(r, F)  # about the femoral origin
-        f_load = np.array([0.0, -load, 0.0])
-        arm = np.array([r[0], r[1], self.load_z]) - r
-        T = T + np.cross(arm, f_load)
-        F = F + f_load
-        return np.array([F[1], F[2], T[0]]), res
+        # about the femoral origin r, with the axial load (-load along y) acting through (r_x, r_y, load_z):
+        # T_x = T0_x - (r x F)_x + (load_z - r_z) load, written out (np.cross costs more than this)
+        T_x = T0[0] - (r[1] * F[2] - r[2] * F[1]) + (self.load_z - r[2]) * load
+        return np.array([F[1] - load, F[2], T_x]), res
 
     # -- analyses -----------------------------------------------------------------------------------
     def relax(self, t_end: float, load: tuple[float, float, float, float], y0: np.ndarray) -> np.ndarray:
@@ -256,7 +256,8 @@ class ImplantKnee:
 
     def equilibrium(self, y0: np.ndarray, flexion: float, ie: float, ap: float, load: float) -> np.ndarray:
         """The free coordinates (si, ml, vv) in equilibrium at this prescribed pose and load, by
-        Newton from ``y0`` with the active-set search, checked by a full search at the solution
+        Newton from ``y0`` with the active-set search (first quasi-Newton from the last solve's
+        Jacobian, then with central differences), checked by a full search at the solution
         (and solved again from there if it does not hold, at most three times). Where Newton
         stalls (at a kink of the contact force, an element entering or leaving) within
         ``ACCEPT_REL`` of the load, that point is taken; farther out, the femur is relaxed from
@@ -264,9 +265,13 @@ class ImplantKnee:
         best point is returned if within ``ACCEPT_REL``, else :class:`SimulationError`."""
         tol = TOL_REL * load * np.array([1.0, 1.0, 0.02])
 
-        def solve(y: np.ndarray) -> NewtonResult:
-            return newton(lambda q: self.generalized_forces(q, flexion, ie, ap, load)[0], y, tol=tol,
-                          step=STEP, max_iter=self.params.max_iter, max_step=MAX_STEP)
+        def solve(y: np.ndarray, quasi: bool) -> NewtonResult:
+            # quasi: from the last solve's Jacobian (the pose changes little between instants);
+            # else central differences at every iteration (the retries, where that failed)
+            r = newton(lambda q: self.generalized_forces(q, flexion, ie, ap, load)[0], y, tol=tol, step=STEP,
+                       max_iter=self.params.max_iter, max_step=MAX_STEP, jacobian=self.jacobian if quasi else None)
+            self.jacobian = r.jacobian
+            return r
 
         load_case = (flexion, ie, ap, load)
 
@@ -276,7 +281,7 @@ class ImplantKnee:
         best: tuple[float, np.ndarray] = (math.inf, y0)
         y = y0
         for attempt in range(3):
-            r = solve(y)
+            r = solve(y, attempt == 0)
             worst = residual(r.x)  # the full search also hands the tracked set every element near
             if worst < best[0]:
                 best = (worst, r.x)
@@ -284,7 +289,7 @@ class ImplantKnee:
                 break
             # converged on the tracked set only: again from there; stalled far out of balance (at
             # a kink of the contact force, an element entering or leaving): settle first, longer
-            # each time
+            # each time (and then Newton with central differences)
             y = r.x if r.converged else self.relax(self.params.relax_s * 4**attempt, load_case, y0)
         if best[0] > ACCEPT_REL / TOL_REL:
             raise SimulationError(f"artificial knee: no equilibrium at flexion {math.degrees(flexion):.2f} deg, IE "
@@ -347,6 +352,8 @@ class ImplantKnee:
         t0 = time.perf_counter()
         solutions = []
         for t in t_out:  # each instant from the previous one's equilibrium
+            if len(solutions) >= 2:  # SI and varus-valgus extrapolated (ML, barely held in swing, not)
+                y = y + (solutions[-1] - solutions[-2]) * np.array([1.0, 0.0, 1.0])
             y = self.equilibrium(y, *prescribed(float(t)))
             solutions.append(y)
         wall = time.perf_counter() - t0
