@@ -61,7 +61,7 @@ def test_compiled_knee3d_matches_the_reference_path(sample_tables):
         assert jit[key] == ref[key], key
     assert jit["internal_rotation_deg"].keys() == ref["internal_rotation_deg"].keys()
     for a, rot in ref["internal_rotation_deg"].items():
-        assert jit["internal_rotation_deg"][a] == pytest.approx(rot, abs=1e-3), a
+        assert jit["internal_rotation_deg"][a] == pytest.approx(rot, abs=5e-3), a
     for name, f in ref["peak_ligament_forces_N"].items():
         assert jit["peak_ligament_forces_N"][name] == pytest.approx(f, rel=1e-3), name
 
