@@ -258,11 +258,12 @@ class ImplantKnee:
         """The free coordinates (si, ml, vv) in equilibrium at this prescribed pose and load, by
         Newton from ``y0`` with the active-set search (first quasi-Newton from the last solve's
         Jacobian, then with central differences), checked by a full search at the solution
-        (and solved again from there if it does not hold, at most three times). Where Newton
+        (and solved again from there if it does not hold, at most four solves). Where Newton
         stalls (at a kink of the contact force, an element entering or leaving) within
-        ``ACCEPT_REL`` of the load, that point is taken; farther out, the femur is relaxed from
-        ``y0`` (:meth:`relax`, ``relax_s``, four times longer at each try) before the next. The
-        best point is returned if within ``ACCEPT_REL``, else :class:`SimulationError`."""
+        ``ACCEPT_REL`` of the load, that point is taken; farther out, the next solve starts from
+        ``y0`` with SI and varus-valgus first solved with ML held (:meth:`_hold_ml`), then from
+        ``y0`` relaxed (:meth:`relax`, ``relax_s``, four times longer at the last try). The best
+        point is returned if within ``ACCEPT_REL``, else :class:`SimulationError`."""
         tol = TOL_REL * load * np.array([1.0, 1.0, 0.02])
 
         def solve(y: np.ndarray, quasi: bool) -> NewtonResult:
@@ -280,23 +281,40 @@ class ImplantKnee:
 
         best: tuple[float, np.ndarray] = (math.inf, y0)
         y = y0
-        for attempt in range(3):
+        for attempt in range(4):
             r = solve(y, attempt == 0)
             worst = residual(r.x)  # the full search also hands the tracked set every element near
             if worst < best[0]:
                 best = (worst, r.x)
             if worst <= 1.0 or (not r.converged and worst <= ACCEPT_REL / TOL_REL):
                 break
-            # converged on the tracked set only: again from there; stalled far out of balance (at
-            # a kink of the contact force, an element entering or leaving): settle first, longer
-            # each time (and then Newton with central differences)
-            y = r.x if r.converged else self.relax(self.params.relax_s * 4**attempt, load_case, y0)
+            if r.converged:  # on the tracked set only: again from there
+                y = r.x
+            elif attempt == 0:
+                # stalled far out of balance, as in swing, where the medial-lateral translation is
+                # barely held and Newton's steps wander along it: first superior-inferior and
+                # varus-valgus with ML held where it was, then all three again
+                y = self._hold_ml(y0, load_case, tol)
+            else:  # settle first (at a kink of the contact force, an element entering or leaving)
+                y = self.relax(self.params.relax_s * 4 ** (attempt - 1), load_case, y0)
         if best[0] > ACCEPT_REL / TOL_REL:
             raise SimulationError(f"artificial knee: no equilibrium at flexion {math.degrees(flexion):.2f} deg, IE "
                                   f"{math.degrees(ie):.2f} deg, AP {ap * 1e3:.2f} mm, load {load:.1f} N: Newton "
                                   f"stopped {best[0] * TOL_REL:.2%} of the load out of balance (accepted: "
                                   f"{ACCEPT_REL:.1%})")
         return best[1]
+
+    def _hold_ml(self, y0: np.ndarray, load_case: tuple[float, float, float, float], tol: np.ndarray) -> np.ndarray:
+        """(si, ml, vv) with SI and varus-valgus solved by Newton for their equilibrium and ML held at
+        ``y0``'s (a step towards the equilibrium where ML is barely held)."""
+        sub = [0, 2]
+
+        def fun(q: np.ndarray) -> np.ndarray:
+            return self.generalized_forces(np.array([q[0], y0[1], q[1]]), *load_case)[0][sub]
+        J = None if self.jacobian is None else self.jacobian[np.ix_(sub, sub)]
+        r = newton(fun, y0[sub], tol=tol[sub], step=STEP[sub], max_iter=self.params.max_iter, max_step=MAX_STEP[sub],
+                   jacobian=J)
+        return np.array([r.x[0], y0[1], r.x[1]])
 
     def touching(self, flexion: float, ie: float = 0.0, ap: float = 0.0) -> float:
         """Superior-inferior offset (m) at which the femur, lowered from above at this pose, first
