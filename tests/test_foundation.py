@@ -187,3 +187,18 @@ def test_elements_without_a_layer_are_left_out(sample_tables):
                      lambda centre, normal: np.where(centre[:, 0] < -0.003, -1e-4, 0.002))
     rim = g.centre[:, 0] < -0.003
     assert rim.sum() == 10 and not g.usable[rim].any() and g.usable[~rim].all()
+
+
+def test_field_lookup_is_scipys_bilinear_interpolation():
+    """The per-point fields (thickness, data distance) are read by a bilinear lookup written for
+    speed: it equals scipy's ``RegularGridInterpolator`` (linear) anywhere on the grid, edges included."""
+    from scipy.interpolate import RegularGridInterpolator
+
+    from simclient.contact._elements import _GridField
+
+    rng = np.random.default_rng(3)
+    values, (u0, du, v0, dv) = rng.normal(size=(40, 30)), (-0.1, 0.005, 0.2, 0.01)
+    reference = RegularGridInterpolator((u0 + du * np.arange(40), v0 + dv * np.arange(30)), values)
+    uv = np.column_stack([rng.uniform(u0, u0 + 39 * du, 500), rng.uniform(v0, v0 + 29 * dv, 500)])
+    uv[:4] = [[u0, v0], [u0 + 39 * du, v0 + 29 * dv], [u0, v0 + 29 * dv], [u0 + 10 * du, v0 + 7 * dv]]
+    np.testing.assert_allclose(_GridField(u0, du, v0, dv, values)(uv), reference(uv), rtol=0, atol=1e-12)
