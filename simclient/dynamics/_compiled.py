@@ -166,17 +166,32 @@ def compile_system(system: Any) -> tuple[_Kernel | None, str]:
 
 
 @jit
+def _to_global(r: np.ndarray, A: np.ndarray, b: int, p: np.ndarray, out: np.ndarray) -> None:
+    """``out = r_b + A_b p``: body b's point ``p`` (body frame) in the global frame."""
+    for a in range(3):
+        out[a] = r[b, a] + A[b, a, 0] * p[0] + A[b, a, 1] * p[1] + A[b, a, 2] * p[2]
+
+
+@jit
+def _velocity_along(r: np.ndarray, v: np.ndarray, w: np.ndarray, b: int, P: np.ndarray, n: np.ndarray) -> float:
+    """``(r'_b + omega_b x (P - r_b)) . n``: body b's material point at global ``P``, its velocity
+    (m/s) along ``n``."""
+    p0, p1, p2 = P[0] - r[b, 0], P[1] - r[b, 1], P[2] - r[b, 2]
+    return ((v[b, 0] + w[b, 1] * p2 - w[b, 2] * p1) * n[0] + (v[b, 1] + w[b, 2] * p0 - w[b, 0] * p2) * n[1]
+            + (v[b, 2] + w[b, 0] * p1 - w[b, 1] * p0) * n[2])
+
+
+@jit
 def _solve(k: int, check: int, x: np.ndarray, r: np.ndarray, A: np.ndarray, bufs: Any, ints: Any, flts: Any,
            cint: np.ndarray, cflt: np.ndarray, work: np.ndarray) -> int:
     """Contact ``k``'s common-normal solve from ``x`` at the bodies' poses ``r``, ``A`` (the
     surfaces placed by eq. 6.17: ``R = A A_Q``, ``c = r + A s_Q``); its status."""
     Ri, Rj, ci, cj = np.empty((3, 3)), np.empty((3, 3)), np.empty(3), np.empty(3)
     bi, bj = cint[k, _CI_BODY_I], cint[k, _CI_BODY_J]
+    _to_global(r, A, bi, cflt[k, _CF_SQ_I:_CF_SQ_I + 3], ci)
+    _to_global(r, A, bj, cflt[k, _CF_SQ_J:_CF_SQ_J + 3], cj)
     for a in range(3):
-        ci[a], cj[a] = r[bi, a], r[bj, a]
         for b in range(3):
-            ci[a] += A[bi, a, b] * cflt[k, _CF_SQ_I + b]
-            cj[a] += A[bj, a, b] * cflt[k, _CF_SQ_J + b]
             si = sj = 0.0
             for m in range(3):
                 si += A[bi, a, m] * cflt[k, _CF_AQ_I + 3 * m + b]
@@ -226,12 +241,10 @@ def _system_rates(t: float, y: np.ndarray, dy: np.ndarray, free_idx: np.ndarray,
             return k
         xs[k] = x
         out = work[k]
-        rate = 0.0
-        for a in range(3):  # the indentation rate: -(v_i(P_i) - v_j(P_j)) . n
-            a1, a2 = (a + 1) % 3, (a + 2) % 3
-            vi = v[bi, a] + w[bi, a1] * (out[L.OUT_PI + a2] - r[bi, a2]) - w[bi, a2] * (out[L.OUT_PI + a1] - r[bi, a1])
-            vj = v[bj, a] + w[bj, a1] * (out[L.OUT_PJ + a2] - r[bj, a2]) - w[bj, a2] * (out[L.OUT_PJ + a1] - r[bj, a1])
-            rate -= (vi - vj) * out[L.OUT_N + a]
+        # the indentation rate: -(v_i(P_i) - v_j(P_j)) . n
+        n = out[L.OUT_N:L.OUT_N + 3]
+        rate = (_velocity_along(r, v, w, bj, out[L.OUT_PJ:L.OUT_PJ + 3], n)
+                - _velocity_along(r, v, w, bi, out[L.OUT_PI:L.OUT_PI + 3], n))
         fn = law_force(cint[k, _CI_LAW], cflt[k, _CF_LAW:_CF_LAW + 5], out[L.OUT_DEPTH], rate, cflt[k, _CF_IMPACT])
         if math.isnan(fn):
             return k
@@ -256,19 +269,13 @@ def _ligaments(r: np.ndarray, A: np.ndarray, v: np.ndarray, w: np.ndarray, F: np
         if lint[m, _LI_LAW] == 0:
             continue
         ba, bb = lint[m, _LI_BODY_A], lint[m, _LI_BODY_B]
+        _to_global(r, A, ba, lflt[m, _LF_PA:_LF_PA + 3], Pa)
+        _to_global(r, A, bb, lflt[m, _LF_PB:_LF_PB + 3], Pb)
         for a in range(3):
-            Pa[a], Pb[a] = r[ba, a], r[bb, a]
-            for b in range(3):
-                Pa[a] += A[ba, a, b] * lflt[m, _LF_PA + b]
-                Pb[a] += A[bb, a, b] * lflt[m, _LF_PB + b]
             d[a] = Pb[a] - Pa[a]
         length = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
-        rate = 0.0
-        for a in range(3):  # the lengthening rate: (v_b(P_b) - v_a(P_a)) . d / l
-            a1, a2 = (a + 1) % 3, (a + 2) % 3
-            va = v[ba, a] + w[ba, a1] * (Pa[a2] - r[ba, a2]) - w[ba, a2] * (Pa[a1] - r[ba, a1])
-            vb = v[bb, a] + w[bb, a1] * (Pb[a2] - r[bb, a2]) - w[bb, a2] * (Pb[a1] - r[bb, a1])
-            rate += (vb - va) * d[a] / length
+        # the lengthening rate: (v_b(P_b) - v_a(P_a)) . d / l
+        rate = (_velocity_along(r, v, w, bb, Pb, d) - _velocity_along(r, v, w, ba, Pa, d)) / length
         fn = spring_force(lint[m, _LI_LAW], lflt[m, _LF_LAW:_LF_LAW + 3], length)
         c = lflt[m, _LF_DAMPING]
         if lint[m, _LI_TENSION_ONLY] == 0:
