@@ -223,8 +223,8 @@ class ImplantKnee:
         ``full``: evaluate every element (no active-set tracking)."""
         R, r = self.pose(free, flexion, ie, ap)
         res = self.contact.evaluate(np.eye(3), np.zeros(3), R, r, full=full)
-        F = sum(c.force for c in res.values())
-        T0 = sum(c.torque for c in res.values())  # about the insert origin
+        F = np.sum([c.force for c in res.values()], axis=0)
+        T0 = np.sum([c.torque for c in res.values()], axis=0)  # about the insert origin
         # about the femoral origin r, with the axial load (-load along y) acting through (r_x, r_y, load_z):
         # T_x = T0_x - (r x F)_x + (load_z - r_z) load, written out (np.cross costs more than this)
         T_x = T0[0] - (r[1] * F[2] - r[2] * F[1]) + (self.load_z - r[2]) * load
@@ -368,7 +368,7 @@ class ImplantKnee:
         t_out = np.linspace(0.0, p.cycle_s, p.outputs)
         evals0, casts0 = self.contact.stats["evaluations"], self.contact.elements_evaluated
         t0 = time.perf_counter()
-        solutions = []
+        solutions: list[np.ndarray] = []
         for t in t_out:  # each instant from the previous one's equilibrium
             if len(solutions) >= 2:  # SI and varus-valgus extrapolated (ML, barely held in swing, not)
                 y = y + (solutions[-1] - solutions[-2]) * np.array([1.0, 0.0, 1.0])
