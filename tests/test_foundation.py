@@ -128,6 +128,35 @@ def test_active_set_search_matches_full_search_through_a_split(tmp_path, sample_
     assert tracked.stats["copies"] == 1 and tracked.elements_evaluated == before
 
 
+def test_compiled_search_equals_the_python_search(tmp_path, sample_tables):
+    """The compiled active-set search against the Python one (the reference) along a path through
+    the bump's split and back, sliding sideways so the tracked set moves: the same active
+    elements, the same force to 1e-9 (rays start from a neighbour's hit instead of the window's
+    nearest point, and converge to the same intersection)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build_surface(parse_surface("bump", {"b": 0.003, "R": 0.01, "u_range": [-0.007, 0.007],
+                                             "v_range": [-0.005, 0.005], "grid": [141, 101], "record": [10, 10],
+                                             "flip": True}, family=DoubleBump), tmp_path)
+    fixed = open_surface(sample_tables / "ef_layer.zarr")
+
+    def make(compiled):
+        grid = element_grid(fixed, "c", (-0.006, 0.006), (-0.004, 0.004), (60, 40), 0.005)
+        return FoundationContact([grid], open_surface(tmp_path / "bump.zarr"), LinearLayer(10e6, 0.3), extent=(15, 11),
+                                 compiled=compiled)
+
+    fast, reference = make(True), make(False)
+    for k, depth in enumerate([*np.linspace(0.2e-3, 0.03e-3, 10), *np.linspace(0.05e-3, 0.2e-3, 6)]):
+        c = np.array([2e-5 * k, -1e-5 * k, -depth])
+        a = fast.evaluate(I3, np.zeros(3), I3, c)["c"]
+        b = reference.evaluate(I3, np.zeros(3), I3, c)["c"]
+        np.testing.assert_array_equal(a.active, b.active)
+        np.testing.assert_allclose(a.force, b.force, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(a.torque, b.torque, rtol=1e-9, atol=1e-15)
+    assert fast.elements_evaluated == reference.elements_evaluated
+    assert fast.stats["python_searches"] <= 2 and reference.stats["python_searches"] == 16  # the first: coarse starts
+
+
 def test_two_layers_combine_their_thickness(sample_tables):
     """A 2.5 mm layer on each body acts as one 5 mm layer (Bei & Fregly's combined thickness)."""
     law = LinearLayer(10e6, 0.3)

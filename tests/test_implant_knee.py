@@ -124,6 +124,23 @@ def test_per_condyle_tables_carry_the_single_patchs_forces(implant_tables):
         assert forces["split"][side] == pytest.approx(forces["single"][side], rel=0.02)
 
 
+def test_compiled_search_settles_like_the_python_search(implant_tables):
+    """A static settle (18 deg, 2100 N: a relaxation from the first touch, then Newton) with the
+    compiled element search and with the Python one (the reference): the same equilibrium, the
+    same compartment forces to 1e-6, and the compiled run almost never needs the Python search."""
+    runs = {}
+    for compiled in (True, False):
+        knee = _knee(implant_tables, "linear")
+        knee.contact.detector.compiled = compiled
+        y, r = knee.static(18.0, 2100.0)
+        runs[compiled] = (y, {s: np.linalg.norm(c.force) for s, c in r["results"].items()}, knee.contact.stats)
+    (y1, f1, st1), (y0, f0, st0) = runs[True], runs[False]
+    np.testing.assert_allclose(y1, y0, rtol=0, atol=1e-9)
+    for side in ("medial", "lateral"):
+        assert f1[side] == pytest.approx(f0[side], rel=1e-6)
+    assert st1["python_searches"] < 0.05 * st1["searches"] and st0["python_searches"] >= st0["searches"]
+
+
 def test_a_settle_that_grinds_is_stopped_with_a_clear_error(implant_tables, monkeypatch):
     import simclient.scenarios.artificial_knee as ak
     from simclient.errors import SimulationError

@@ -140,7 +140,9 @@ class _GridField:
         uv = np.asarray(uv, float)
         nu, nv = self.values.shape
         x, y = (uv[:, 0] - self.u0) / self.du, (uv[:, 1] - self.v0) / self.dv
-        i, j = np.clip(np.floor(x).astype(np.intp), 0, nu - 2), np.clip(np.floor(y).astype(np.intp), 0, nv - 2)
+        # (np.minimum/np.maximum: np.clip's wrappers cost more than the lookup at these sizes)
+        i = np.minimum(np.maximum(np.floor(x).astype(np.intp), 0), nu - 2)
+        j = np.minimum(np.maximum(np.floor(y).astype(np.intp), 0), nv - 2)
         fx, fy = x - i, y - j
         V = self.values
         return ((1 - fx) * ((1 - fy) * V[i, j] + fy * V[i, j + 1])
@@ -227,6 +229,78 @@ def _ray_cast(buf, ip, fp, mode, O, D, uv, idx, out, max_iter, tol):
         out[k, 6] = status
 
 
+@jit
+def _search(buf, ip, fp, mode, O, D, uv, warm, started, out, usable, neighbours, near_prev, full, margin, max_iter,
+            tol, near, evaluated, wave, queued):
+    """The active-set search of :meth:`ElementDetector._solve`, compiled, for the usual case: every
+    ray starts from its own last hit (``warm``), a neighbour's, or its own last start (``started``:
+    it has been cast from a coarse start before), and no ray leaves the window near the moving
+    surface. Returns ``(status, casts, searched all)``, status 0 when done (``near``,
+    ``evaluated`` set as the Python search sets them), 1 where that case does not hold (the Python
+    search then runs: coarse starts from the window's points, window moves)."""
+    n = len(usable)
+    near[:] = False
+    evaluated[:] = False
+    queued[:] = False
+    m = 0
+    for k in range(n):
+        if usable[k] if full else near_prev[k]:
+            wave[m] = k
+            m += 1
+    casts = 0
+    everything = full
+    while m > 0:
+        for a in range(m):  # a ray without a hit last time starts from a neighbour's, else its own last start
+            k = wave[a]
+            if not warm[k]:
+                start = -1
+                for b in range(neighbours.shape[1]):
+                    j = neighbours[k, b]
+                    if j >= 0 and warm[j]:
+                        start = j
+                        break
+                if start >= 0:
+                    uv[k, 0], uv[k, 1] = uv[start, 0], uv[start, 1]
+                elif not started[k]:
+                    return 1, casts, everything
+        _ray_cast(buf, ip, fp, mode, O, D, uv, wave[:m], out, max_iter, tol)
+        casts += m
+        started[wave[:m]] = True
+        for a in range(m):
+            k = wave[a]
+            evaluated[k] = True
+            if out[k, 6] == LEFT_WINDOW and out[k, 0] < NEAR:
+                return 1, casts, everything
+            warm[k] = out[k, 6] == HIT
+            if warm[k]:
+                uv[k, 0], uv[k, 1] = out[k, 1], out[k, 2]
+                near[k] = out[k, 0] < margin
+        if everything:
+            break
+        # the next wave: the unevaluated usable neighbours of this wave's near hits
+        m2 = 0
+        for a in range(m):
+            k = wave[a]
+            if near[k]:
+                for b in range(neighbours.shape[1]):
+                    j = neighbours[k, b]
+                    if j >= 0 and usable[j] and not evaluated[j] and not queued[j]:
+                        queued[j] = True
+                        wave[m + m2] = j
+                        m2 += 1
+        for a in range(m2):  # to the front (forwards: the source lies behind)
+            wave[a] = wave[m + a]
+        m = m2
+        if m == 0 and not near.any():
+            # the surfaces moved apart from every tracked element in one step: search everything
+            everything = True
+            for k in range(n):
+                if usable[k] and not evaluated[k]:
+                    wave[m] = k
+                    m += 1
+    return 0, casts, everything
+
+
 class _Compartment:
     """Per-compartment state: the moving window, warm starts and the last solution."""
 
@@ -236,8 +310,10 @@ class _Compartment:
         n = grid.n
         self.uv = np.zeros((n, 2))
         self.warm = np.zeros(n, bool)  # uv holds a hit from an earlier evaluation
+        self.started = np.zeros(n, bool)  # uv holds a start on the moving surface (a hit or a coarse start)
         self.out = np.zeros((n, 7))
         self.near = np.zeros(n, bool)  # tracked set: penetrating or within the margin
+        self.wave, self.queued = np.zeros(n, np.int64), np.zeros(n, bool)  # the compiled search's scratch
         self.since_full = 0
         self.tree_version = -1
         self.tree: cKDTree | None = None
@@ -266,13 +342,15 @@ class ElementDetector:
     moving_thickness : a layer on the moving body too (two cartilage layers, Bei & Fregly's natural
         knee): metres, or the name of the moving table's per-point field (read whole, interpolated
         bilinearly at each ray's hit); the springs then have the combined thickness.
+    compiled : run the search compiled where it can (every ray warm-started, no window move; the
+        Python search otherwise, which is the reference: False runs it always).
     """
 
     def __init__(self, grids: list[ElementGrid], moving: Source | Mapping[str, Source], *,
                  extent: tuple[int, int] = (7, 7),
                  interpolation: str = "hermite", guesses: dict[str, tuple[float, float]] | None = None,
                  copy_tol: float = 1e-12, margin: float = 2e-4, full_every: int = 50, max_iter: int = 30,
-                 tol: float = 1e-10, moving_thickness: float | str | None = None) -> None:
+                 tol: float = 1e-10, moving_thickness: float | str | None = None, compiled: bool = True) -> None:
         guesses = guesses or {}
         tables = dict(moving) if isinstance(moving, Mapping) else {g.name: moving for g in grids}
         missing = [g.name for g in grids if g.name not in tables]
@@ -292,20 +370,23 @@ class ElementDetector:
                 k.moving_h = partial(_constant, float(moving_thickness))
             k.inside = _footprint(table)
         self.copy_tol, self.max_iter, self.tol = copy_tol, max_iter, tol
+        self.compiled = compiled
         self.margin, self.full_every = margin, full_every
         self._pose: np.ndarray | None = None
         self.evaluations = self.copies = self.full_searches = self.searches = self.elements_evaluated = 0
-        self.misses = 0
+        self.misses = self.python_searches = 0
 
     @property
     def stats(self) -> dict[str, Any]:
         """``evaluations`` (pose evaluations), ``copies`` (solutions copied), ``full_searches`` and
         ``searches`` (breadth-first, per compartment), ``elements_evaluated`` (ray casts),
-        ``elements`` (usable elements), ``window_updates``, ``misses`` (rays whose last estimate
+        ``elements`` (usable elements), ``window_updates``, ``python_searches`` (searches that ran in
+        Python: coarse starts or window moves, or ``compiled=False``), ``misses`` (rays whose last estimate
         penetrated but that stayed outside the window after re-centring: counted as out of contact;
         should be 0, else the window is too small for the contact area)."""
         return {"evaluations": self.evaluations, "copies": self.copies, "full_searches": self.full_searches,
                 "searches": self.searches, "elements_evaluated": self.elements_evaluated, "misses": self.misses,
+                "python_searches": self.python_searches,
                 "elements": int(sum(c.grid.usable.sum() for c in self.compartments.values())),
                 "window_updates": sum(c.window.updates for c in self.compartments.values())}
 
@@ -341,10 +422,23 @@ class ElementDetector:
         if full:
             self.full_searches += 1
             k.since_full = 0
-            wave = np.flatnonzero(g.usable)
         else:
             self.searches += 1
-            wave = np.flatnonzero(k.near)
+        w = k.window
+        status, casts, everything = 1, 0, False
+        if self.compiled:
+            status, casts, everything = _search(w.buffer, w.ip, w.fp, w.mode, O, D, k.uv, k.warm, k.started,
+                                                k.out, g.usable, g.neighbours, k.near, full, self.margin,
+                                                self.max_iter, self.tol, near, evaluated, k.wave, k.queued)
+        self.elements_evaluated += casts
+        if status == 0:
+            self.full_searches += everything and not full
+            return self._finish(k, R, near, evaluated)
+        # the compiled search needs what only Python does here (coarse starts, window moves): again
+        self.python_searches += 1
+        evaluated[:] = False
+        near[:] = False
+        wave = np.flatnonzero(g.usable if full else k.near)
         while len(wave):
             self._cast(k, O, D, wave)
             evaluated[wave] = True
@@ -361,6 +455,10 @@ class ElementDetector:
                 self.full_searches += 1
                 full = True
                 wave = np.flatnonzero(g.usable & ~evaluated)
+        return self._finish(k, R, near, evaluated)
+
+    def _finish(self, k: _Compartment, R: np.ndarray, near: np.ndarray, evaluated: np.ndarray) -> ElementContact:
+        """The search's result: the tracked set, and the contact of the penetrating elements."""
         k.near = near
         active = near & evaluated & (k.out[:, 6] == HIT) & (k.out[:, 0] < 0)
         if k.inside is not None and active.any():
@@ -384,6 +482,7 @@ class ElementDetector:
             if len(cold):
                 k.uv[cold] = self._coarse(k, O[cold])
             _ray_cast(w.buffer, w.ip, w.fp, w.mode, O, D, k.uv, idx, k.out, self.max_iter, self.tol)
+            k.started[idx] = True
             st = k.out[idx, 6]
             k.warm[idx] = st == HIT
             k.uv[idx[st == HIT]] = k.out[idx[st == HIT], 1:3]
@@ -418,7 +517,7 @@ class ElementDetector:
         g = k.grid
         a = np.flatnonzero(active)
         n_m = k.out[a, 3:6] @ R.T  # moving normals in the fixed frame
-        cos_a = np.clip(-(g.normal[a] * n_m).sum(1), -1.0, 1.0)
+        cos_a = np.minimum(np.maximum(-(g.normal[a] * n_m).sum(1), -1.0), 1.0)
         depth = np.zeros(g.n)
         depth[a] = -k.out[a, 0] * cos_a / np.sqrt(0.5 * (1 + cos_a))  # cos(a/2) = sqrt((1 + cos a) / 2)
         mid = g.normal[a] - n_m

@@ -33,7 +33,7 @@ class LayerLaw(Protocol):
 
 
 def _strain_measure(d: np.ndarray, h: np.ndarray, large: bool) -> np.ndarray:
-    e = np.clip(d / h, 0.0, 0.95)  # beyond 95 % of the layer the laws no longer mean anything
+    e = np.minimum(np.maximum(d / h, 0.0), 0.95)  # beyond 95 % of the layer the laws no longer mean anything
     return -np.log1p(-e) if large else e
 
 
