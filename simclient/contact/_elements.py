@@ -128,25 +128,32 @@ def _constant(value: float, uv: np.ndarray) -> np.ndarray:
     return np.full(len(uv), value)
 
 
+@jit
+def _bilinear(values: np.ndarray, u0: float, du: float, v0: float, dv: float, uv: np.ndarray) -> np.ndarray:
+    """Bilinear interpolation of ``values`` on the grid ``(u0 + i du, v0 + j dv)`` at (u, v) rows
+    (linear extrapolation beyond the grid's last cells)."""
+    nu, nv = values.shape
+    out = np.empty(uv.shape[0])
+    for k in range(uv.shape[0]):
+        x, y = (uv[k, 0] - u0) / du, (uv[k, 1] - v0) / dv
+        i, j = min(max(int(math.floor(x)), 0), nu - 2), min(max(int(math.floor(y)), 0), nv - 2)
+        fx, fy = x - i, y - j
+        out[k] = ((1 - fx) * ((1 - fy) * values[i, j] + fy * values[i, j + 1])
+                  + fx * ((1 - fy) * values[i + 1, j] + fy * values[i + 1, j + 1]))
+    return out
+
+
 class _GridField:
     """Bilinear interpolation of a per-point field on the table's parameter grid at (u, v) rows
-    (scipy's ``RegularGridInterpolator``, linear, without its per-call overhead: the contact
-    detection calls it at every evaluation)."""
+    (scipy's ``RegularGridInterpolator``, linear, compiled: the contact detection calls it at every
+    evaluation, where scipy's per-call overhead outweighed the lookup)."""
 
     def __init__(self, u0: float, du: float, v0: float, dv: float, values: np.ndarray) -> None:
-        self.u0, self.du, self.v0, self.dv, self.values = u0, du, v0, dv, np.asarray(values, float)
+        self.u0, self.du, self.v0, self.dv = u0, du, v0, dv
+        self.values = np.ascontiguousarray(values, dtype=float)
 
     def __call__(self, uv: np.ndarray) -> np.ndarray:
-        uv = np.asarray(uv, float)
-        nu, nv = self.values.shape
-        x, y = (uv[:, 0] - self.u0) / self.du, (uv[:, 1] - self.v0) / self.dv
-        # (np.minimum/np.maximum: np.clip's wrappers cost more than the lookup at these sizes)
-        i = np.minimum(np.maximum(np.floor(x).astype(np.intp), 0), nu - 2)
-        j = np.minimum(np.maximum(np.floor(y).astype(np.intp), 0), nv - 2)
-        fx, fy = x - i, y - j
-        V = self.values
-        return ((1 - fx) * ((1 - fy) * V[i, j] + fy * V[i, j + 1])
-                + fx * ((1 - fy) * V[i + 1, j] + fy * V[i + 1, j + 1]))
+        return _bilinear(self.values, self.u0, self.du, self.v0, self.dv, np.ascontiguousarray(uv, dtype=float))
 
 
 def _field(source: Source, array: str) -> _GridField:
