@@ -92,12 +92,18 @@ class DoubleBump(Family):
         return s, tu, tv
 
 
-def test_active_set_search_matches_full_search_through_a_split(tmp_path, sample_tables):
+def _build_bump(folder):
+    """The double bump (lowest points at u = +-3 mm, a 0.1125 mm hump between, R = 10 mm) as
+    ``folder/bump.zarr``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         build_surface(parse_surface("bump", {"b": 0.003, "R": 0.01, "u_range": [-0.007, 0.007],
                                              "v_range": [-0.005, 0.005], "grid": [141, 101], "record": [10, 10],
-                                             "flip": True}, family=DoubleBump), tmp_path)
+                                             "flip": True}, family=DoubleBump), folder)
+
+
+def test_active_set_search_matches_full_search_through_a_split(tmp_path, sample_tables):
+    _build_bump(tmp_path)
     fixed = open_surface(sample_tables / "ef_layer.zarr")
     law = LinearLayer(10e6, 0.3)
 
@@ -133,11 +139,7 @@ def test_compiled_search_equals_the_python_search(tmp_path, sample_tables):
     the bump's split and back, sliding sideways so the tracked set moves: the same active
     elements, the same force to 1e-9 (rays start from a neighbour's hit instead of the window's
     nearest point, and converge to the same intersection)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        build_surface(parse_surface("bump", {"b": 0.003, "R": 0.01, "u_range": [-0.007, 0.007],
-                                             "v_range": [-0.005, 0.005], "grid": [141, 101], "record": [10, 10],
-                                             "flip": True}, family=DoubleBump), tmp_path)
+    _build_bump(tmp_path)
     fixed = open_surface(sample_tables / "ef_layer.zarr")
 
     def make(compiled):
