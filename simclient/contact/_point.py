@@ -210,7 +210,6 @@ class ContactPair:
                                f"iterations at (u_i, v_i, u_j, v_j) = {x.tolist()}, |F| = {contact.residual:.3e}")
         return contact
 
-
     def detect_many(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, strict: bool = False,
                     update_windows: bool = True) -> Contacts:
         """:meth:`detect` along a sequence of poses in one call (a trajectory to analyse, a sweep

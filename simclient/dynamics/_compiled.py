@@ -10,9 +10,9 @@ than an analytic one.
 
 A stage the compiled path cannot finish (a window must move, a warm start must restart from a
 coarse search, a contact fails) is handed to the Python right-hand side, which moves the window or
-raises exactly as the reference path does; its value becomes the stage, and the attempt goes on. The compiled
-path holds free bodies, gravity, point contacts with the laws that have a compiled form
-(:attr:`simclient.contact.ForceLaw.packed`) and ligaments (:class:`Ligament` with a law's
+raises exactly as the reference path does; its value becomes the stage, and the attempt goes on.
+The compiled path holds free bodies, gravity, point contacts with the laws that have a compiled
+form (:attr:`simclient.contact.ForceLaw.packed`) and ligaments (:class:`Ligament` with a law's
 ``packed`` form); systems with anything else (other loads, constraints, laws with internal states,
 element or profile contacts) run the Python right-hand side at every stage: then ``DOP853-jit`` is
 scipy's ``DOP853``. :func:`compile_system` says which, and why.
