@@ -17,7 +17,7 @@
 """
 
 from simclient.dynamics._bodies import Body, Poses, Surface
-from simclient.dynamics._compiled import CompiledDOP853, compile_system
+from simclient.dynamics._compiled import CompiledDOP853, compile_system, gap_probe
 from simclient.dynamics._constraints import Constraint, Prescribed, RevoluteJoint, SphericalJoint
 from simclient.dynamics._integrate import METHODS, RK4, SimulationResult, System, integrate, simulate, solver_class
 from simclient.dynamics._loads import (
@@ -46,6 +46,6 @@ from simclient.dynamics._system import ContactModel, MultibodySystem
 __all__ = ["Body", "Surface", "Poses", "ContactModel", "MultibodySystem", "Constraint", "SphericalJoint",
            "RevoluteJoint", "Prescribed", "Load", "LigamentLaw", "Ligament", "QuadraticLaw", "BlankevoortLaw",
            "LinearSpring", "spring_damper", "PointLoad", "pulse", "METHODS", "RK4", "CompiledDOP853",
-           "compile_system", "solver_class", "integrate", "simulate", "SimulationResult", "System", "PlanarBody",
+           "compile_system", "gap_probe", "solver_class", "integrate", "simulate", "SimulationResult", "System", "PlanarBody",
            "ProfileSurface", "PlanarContact", "PlanarSystem", "Revolute2D", "PrescribedMotion", "PlanarConstraint",
            "StaticProblem", "StaticResult", "COORDINATES", "newton", "NewtonResult"]

@@ -21,6 +21,7 @@ scipy's ``DOP853``. :func:`compile_system` says which, and why.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ from simclient.dynamics._system import MultibodySystem, _apply, _poses, _rates
 from simclient.geometry import jit
 from simclient.geometry import layout as L
 
-__all__ = ["CompiledDOP853", "compile_system"]
+__all__ = ["CompiledDOP853", "compile_system", "gap_probe"]
 
 _CONVERGED = int(ContactStatus.CONVERGED)
 _LEFT_WINDOW_I, _LEFT_WINDOW_J = int(ContactStatus.LEFT_WINDOW_I), int(ContactStatus.LEFT_WINDOW_J)
@@ -89,7 +90,6 @@ class _Kernel:
             self.lflt[m, _LF_PB:_LF_PB + 3] = lig.point_b  # type: ignore[attr-defined]
             self.lflt[m, _LF_LAW:_LF_LAW + 3] = params
             self.lflt[m, _LF_DAMPING] = lig.damping  # type: ignore[attr-defined]
-        self.lint[nl:, _LI_LAW] = 0  # padding rows (no ligaments) do nothing
         self.bufs = tuple(b for p in self.pairs for b in (p.wi.buffer, p.wj.buffer)) or (np.zeros((1, 1, 1)),) * 2
         self.ints = tuple(p.ints for p in self.pairs) or (np.zeros(L.PAIR_INTS_SIZE, dtype=np.int64),)
         self.flts = tuple(p.flts for p in self.pairs) or (np.zeros(L.PAIR_FLTS_SIZE),)
@@ -163,6 +163,18 @@ def compile_system(system: Any) -> tuple[_Kernel | None, str]:
         if c.law.n_states or c.law.packed is None:
             return None, f"contact {c.name}: the law {c.law.name} has no compiled form"
     return _Kernel(system), ""
+
+
+def gap_probe(system: Any, kernel: _Kernel | None = None) -> Callable[[Any, np.ndarray], float]:
+    """``gap(contact, y)``: the signed gap (m) of a contact of ``system`` at state ``y`` (see
+    :meth:`MultibodySystem.gap`), by the compiled ``kernel`` (:func:`compile_system`) when given."""
+    if kernel is not None:
+        return kernel.gap
+
+    def gap(c: Any, y: np.ndarray) -> float:
+        system.set_state(y)
+        return float(system.gap(c))
+    return gap
 
 
 @jit

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, DenseOutput, OdeSolver, Radau, solve_ivp
 
-from simclient.dynamics._compiled import CompiledDOP853, compile_system
+from simclient.dynamics._compiled import CompiledDOP853, compile_system, gap_probe
 from simclient.errors import ContactError, ParameterError, SimulationError
 
 __all__ = ["METHODS", "RK4", "solver_class", "integrate", "simulate", "SimulationResult", "System"]
@@ -192,6 +192,7 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
     if kernel is not None:
         options["kernel"] = kernel
     rhs = system.rhs if kernel is None else kernel.rhs
+    probe = gap_probe(system, kernel)
     t0 = time.perf_counter()
     y = system.normalize(system.initial_state(), 0.0)
     t = 0.0
@@ -213,11 +214,7 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
             old = seen.get(tt)
             if old is not None and np.allclose(old[0], yy, rtol=1e-12, atol=1e-15):
                 return old[1]
-            if kernel is not None:
-                g = kernel.gap(c, yy) - side * EVENT_HYSTERESIS
-            else:
-                system.set_state(yy)
-                g = system.gap(c) - side * EVENT_HYSTERESIS
+            g = probe(c, yy) - side * EVENT_HYSTERESIS
             if len(seen) >= 4:  # the step ends only: a few entries
                 del seen[next(iter(seen))]
             seen[tt] = (yy.copy(), g)

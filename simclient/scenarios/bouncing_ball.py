@@ -31,6 +31,7 @@ from simclient.dynamics import (
     SimulationResult,
     Surface,
     compile_system,
+    gap_probe,
     simulate,
 )
 from simclient.errors import ParameterError
@@ -145,13 +146,7 @@ def _impacts(system: MultibodySystem, contact: ContactModel, res: SimulationResu
     """Each impact's largest indentation (the dense output sampled at 21 instants, then the
     maximum located by bounded Brent to 1e-12 s), its duration, and the energy drift (J, relative)
     over up to 400 of the steps. Probes run compiled where the system compiles."""
-    kernel, _ = compile_system(system)
-
-    def gap(c: ContactModel, y: np.ndarray) -> float:
-        if kernel is not None:
-            return kernel.gap(c, y)
-        system.set_state(y)
-        return system.gap(c)
+    gap = gap_probe(system, compile_system(system)[0])
     onsets = [e for e in res.events if e["type"] == "onset"]
     seps = [e for e in res.events if e["type"] == "separation"]
     max_ind, durations, t_max = [], [], []
