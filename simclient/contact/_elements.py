@@ -93,8 +93,8 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
         s = win.sample(a, b)
         centre[k], normal[k] = s.point, s.normal
         area[k] = np.linalg.norm(np.cross(s.su, s.sv)) * du * dv
-    inside = _footprint(source)
-    usable = np.ones(len(uv), bool) if inside is None else inside(uv)
+    footprint = _footprint(source)
+    usable = np.ones(len(uv), bool) if footprint is None else footprint[0](uv) <= footprint[1]
     if isinstance(thickness, str):
         hh = _field(source, thickness)(uv)
     elif callable(thickness):
@@ -112,16 +112,15 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
     return ElementGrid(name, (nu, nv), uv, centre, normal, area, hh, usable)
 
 
-def _footprint(source: Source) -> Callable[[np.ndarray], np.ndarray] | None:
-    """For a fitted table with a ``data_distance`` field: ``f(uv) -> bool``, True where (u, v)
-    lies within the fit's data footprint (the surface beyond it is the fit's extrapolation); None
-    for tables without one (every point counts)."""
+def _footprint(source: Source) -> tuple[_GridField, float] | None:
+    """For a fitted table with a ``data_distance`` field: that field and the fit's footprint radius
+    (m); (u, v) lies within the data footprint where the distance is at most the radius (the surface
+    beyond it is the fit's extrapolation). None for tables without one (every point counts)."""
     h = source.header
     radius = (h.source.get("fit") or {}).get("footprint_radius_m")
     if "data_distance" not in h.extras or radius is None:
         return None
-    distance = _field(source, "data_distance")
-    return lambda uv: distance(uv) <= radius
+    return _field(source, "data_distance"), float(radius)
 
 
 def _constant(value: float, uv: np.ndarray) -> np.ndarray:
@@ -129,17 +128,23 @@ def _constant(value: float, uv: np.ndarray) -> np.ndarray:
 
 
 @jit
-def _bilinear(values: np.ndarray, u0: float, du: float, v0: float, dv: float, uv: np.ndarray) -> np.ndarray:
-    """Bilinear interpolation of ``values`` on the grid ``(u0 + i du, v0 + j dv)`` at (u, v) rows
+def _bilinear_at(values: np.ndarray, u0: float, du: float, v0: float, dv: float, u: float, v: float) -> float:
+    """Bilinear interpolation of ``values`` on the grid ``(u0 + i du, v0 + j dv)`` at (u, v)
     (linear extrapolation beyond the grid's last cells)."""
     nu, nv = values.shape
+    x, y = (u - u0) / du, (v - v0) / dv
+    i, j = min(max(int(math.floor(x)), 0), nu - 2), min(max(int(math.floor(y)), 0), nv - 2)
+    fx, fy = x - i, y - j
+    return ((1 - fx) * ((1 - fy) * values[i, j] + fy * values[i, j + 1])
+            + fx * ((1 - fy) * values[i + 1, j] + fy * values[i + 1, j + 1]))
+
+
+@jit
+def _bilinear(values: np.ndarray, u0: float, du: float, v0: float, dv: float, uv: np.ndarray) -> np.ndarray:
+    """:func:`_bilinear_at` at (u, v) rows."""
     out = np.empty(uv.shape[0])
     for k in range(uv.shape[0]):
-        x, y = (uv[k, 0] - u0) / du, (uv[k, 1] - v0) / dv
-        i, j = min(max(int(math.floor(x)), 0), nu - 2), min(max(int(math.floor(y)), 0), nv - 2)
-        fx, fy = x - i, y - j
-        out[k] = ((1 - fx) * ((1 - fy) * values[i, j] + fy * values[i, j + 1])
-                  + fx * ((1 - fy) * values[i + 1, j] + fy * values[i + 1, j + 1]))
+        out[k] = _bilinear_at(values, u0, du, v0, dv, uv[k, 0], uv[k, 1])
     return out
 
 
@@ -206,6 +211,13 @@ def _ray_cast(buf, ip, fp, mode, O, D, uv, idx, out, max_iter, tol):
             f0 = ev[L.EV_S] - O[k, 0] - t * D[k, 0]
             f1 = ev[L.EV_S + 1] - O[k, 1] - t * D[k, 1]
             f2 = ev[L.EV_S + 2] - O[k, 2] - t * D[k, 2]
+            if math.sqrt(f0 * f0 + f1 * f1 + f2 * f2) < tol:
+                # on the ray within tol: this point is the hit (a further step would move it by
+                # less than tol and cost one more evaluation)
+                t = ((ev[L.EV_S] - O[k, 0]) * D[k, 0] + (ev[L.EV_S + 1] - O[k, 1]) * D[k, 1]
+                     + (ev[L.EV_S + 2] - O[k, 2]) * D[k, 2])
+                status = HIT
+                break
             a0, a1, a2 = ev[L.EV_SU], ev[L.EV_SU + 1], ev[L.EV_SU + 2]
             b0, b1, b2 = ev[L.EV_SV], ev[L.EV_SV + 1], ev[L.EV_SV + 2]
             c0, c1, c2 = -D[k, 0], -D[k, 1], -D[k, 2]
@@ -221,13 +233,6 @@ def _ray_cast(buf, ip, fp, mode, O, D, uv, idx, out, max_iter, tol):
             u += x0 / scale
             v += x1 / scale
             t += x2 / scale
-            if scale == 1.0 and math.sqrt(f0 * f0 + f1 * f1 + f2 * f2) < tol:
-                if locate(ip, fp, u, v) == INSIDE:
-                    evaluate(buf, ip, fp, u, v, mode, ev)
-                    t = ((ev[L.EV_S] - O[k, 0]) * D[k, 0] + (ev[L.EV_S + 1] - O[k, 1]) * D[k, 1]
-                         + (ev[L.EV_S + 2] - O[k, 2]) * D[k, 2])
-                    status = HIT
-                break
         out[k, 0] = t
         out[k, 1] = u
         out[k, 2] = v
@@ -308,6 +313,45 @@ def _search(buf, ip, fp, mode, O, D, uv, warm, started, out, usable, neighbours,
     return 0, casts, everything
 
 
+@jit
+def _to_moving(centre, normal, R, c, O, D):
+    """The element centres and normals in the moving frame: ``O = R^T (centre - c)``, ``D = R^T normal``."""
+    for k in range(centre.shape[0]):
+        x0, x1, x2 = centre[k, 0] - c[0], centre[k, 1] - c[1], centre[k, 2] - c[2]
+        for r in range(3):
+            O[k, r] = R[0, r] * x0 + R[1, r] * x1 + R[2, r] * x2
+            D[k, r] = R[0, r] * normal[k, 0] + R[1, r] * normal[k, 1] + R[2, r] * normal[k, 2]
+
+
+@jit
+def _penetrating(out, near, evaluated, R, normal, field, u0, du, v0, dv, radius, index, depth, mid):
+    """The penetrating elements of a search: tracked, evaluated, hit at a negative ray distance and,
+    where the moving table has a data footprint (``field`` its ``data_distance`` on the grid
+    ``(u0 + i du, v0 + j dv)``, non-empty), within ``radius`` of the data (a hit beyond it is on the
+    fit's extrapolation, not on the body). Writes their indices to ``index[:m]``, the
+    interpenetration along the midsurface normal (Bei & Fregly) to ``depth`` (m) and the unit
+    midsurface normals (fixed frame: the direction the moving body is pushed) to ``mid[:m]``;
+    returns m. For a locally flat moving surface at angle ``a`` to the element the ray distance
+    ``t`` becomes ``-t cos(a) / cos(a / 2)``."""
+    m = 0
+    for k in range(near.shape[0]):
+        if not (near[k] and evaluated[k] and out[k, 6] == HIT and out[k, 0] < 0):
+            continue
+        if field.size and _bilinear_at(field, u0, du, v0, dv, out[k, 1], out[k, 2]) > radius:
+            continue
+        n0 = R[0, 0] * out[k, 3] + R[0, 1] * out[k, 4] + R[0, 2] * out[k, 5]  # the moving normal, fixed frame
+        n1 = R[1, 0] * out[k, 3] + R[1, 1] * out[k, 4] + R[1, 2] * out[k, 5]
+        n2 = R[2, 0] * out[k, 3] + R[2, 1] * out[k, 4] + R[2, 2] * out[k, 5]
+        cos_a = min(max(-(normal[k, 0] * n0 + normal[k, 1] * n1 + normal[k, 2] * n2), -1.0), 1.0)
+        depth[k] = -out[k, 0] * cos_a / math.sqrt(0.5 * (1 + cos_a))  # cos(a/2) = sqrt((1 + cos a) / 2)
+        b0, b1, b2 = normal[k, 0] - n0, normal[k, 1] - n1, normal[k, 2] - n2
+        nb = max(math.sqrt(b0 * b0 + b1 * b1 + b2 * b2), 1e-300)
+        mid[m, 0], mid[m, 1], mid[m, 2] = b0 / nb, b1 / nb, b2 / nb
+        index[m] = k
+        m += 1
+    return m
+
+
 class _Compartment:
     """Per-compartment state: the moving window, warm starts and the last solution."""
 
@@ -327,7 +371,10 @@ class _Compartment:
         self.tree_uv: np.ndarray | None = None
         self.last: ElementContact | None = None
         self.moving_h: Callable[[np.ndarray], np.ndarray] | None = None  # the moving layer's thickness at (u, v)
-        self.inside: Callable[[np.ndarray], np.ndarray] | None = None  # within the moving table's data footprint
+        # the moving table's data footprint: its data_distance field and radius (none: an empty field)
+        self.footprint: tuple[_GridField, float] = (_GridField(0.0, 1.0, 0.0, 1.0, np.zeros((0, 0))), math.inf)
+        self.index, self.mid = np.zeros(n, np.int64), np.zeros((n, 3))  # the penetrating elements' scratch
+        self.O, self.D = np.zeros((n, 3)), np.zeros((n, 3))  # the elements' centres and normals, moving frame
 
 
 class ElementDetector:
@@ -375,7 +422,7 @@ class ElementDetector:
                 k.moving_h = _field(table, moving_thickness)
             elif moving_thickness is not None:
                 k.moving_h = partial(_constant, float(moving_thickness))
-            k.inside = _footprint(table)
+            k.footprint = _footprint(table) or k.footprint
         self.copy_tol, self.max_iter, self.tol = copy_tol, max_iter, tol
         self.compiled = compiled
         self.margin, self.full_every = margin, full_every
@@ -420,8 +467,8 @@ class ElementDetector:
     # -- one compartment -------------------------------------------------------------------------
     def _solve(self, k: _Compartment, R: np.ndarray, c: np.ndarray, full: bool) -> ElementContact:
         g = k.grid
-        O = (g.centre - c) @ R  # element centres and normals in the moving frame
-        D = g.normal @ R
+        O, D = k.O, k.D
+        _to_moving(g.centre, g.normal, R, c, O, D)
         evaluated = np.zeros(g.n, bool)
         near = np.zeros(g.n, bool)  # penetrating or within `margin` of the moving surface
         k.since_full += 1
@@ -467,13 +514,14 @@ class ElementDetector:
     def _finish(self, k: _Compartment, R: np.ndarray, near: np.ndarray, evaluated: np.ndarray) -> ElementContact:
         """The search's result: the tracked set, and the contact of the penetrating elements."""
         k.near = near
-        active = near & evaluated & (k.out[:, 6] == HIT) & (k.out[:, 0] < 0)
-        if k.inside is not None and active.any():
-            # a hit beyond the moving table's data footprint is on the fit's extrapolation, not on
-            # the body: no contact there
-            a = np.flatnonzero(active)
-            active[a[~k.inside(k.out[a, 1:3])]] = False
-        k.last = self._contact(k, R, active)
+        g = k.grid
+        field, radius = k.footprint
+        depth = np.zeros(g.n)
+        m = _penetrating(k.out, near, evaluated, R, g.normal, field.values, field.u0, field.du, field.v0, field.dv,
+                         radius, k.index, depth, k.mid)
+        a = k.index[:m].copy()
+        h = g.thickness[a] if k.moving_h is None else g.thickness[a] + k.moving_h(k.out[a, 1:3])
+        k.last = ElementContact(g, a, depth, k.mid[:m].copy(), h)
         return k.last
 
     def _cast(self, k: _Compartment, O: np.ndarray, D: np.ndarray, idx: np.ndarray) -> None:
@@ -518,16 +566,3 @@ class ElementDetector:
             k.tree_version = w.version
         assert k.tree is not None and k.tree_uv is not None
         return k.tree_uv[k.tree.query(O)[1]]
-
-    def _contact(self, k: _Compartment, R: np.ndarray, active: np.ndarray) -> ElementContact:
-        """Interpenetration along the midsurface normal of the active elements (Bei & Fregly)."""
-        g = k.grid
-        a = np.flatnonzero(active)
-        n_m = k.out[a, 3:6] @ R.T  # moving normals in the fixed frame
-        cos_a = np.minimum(np.maximum(-(g.normal[a] * n_m).sum(1), -1.0), 1.0)
-        depth = np.zeros(g.n)
-        depth[a] = -k.out[a, 0] * cos_a / np.sqrt(0.5 * (1 + cos_a))  # cos(a/2) = sqrt((1 + cos a) / 2)
-        mid = g.normal[a] - n_m
-        mid /= np.maximum(np.linalg.norm(mid, axis=1, keepdims=True), 1e-300)
-        h = g.thickness[a] if k.moving_h is None else g.thickness[a] + k.moving_h(k.out[a, 1:3])
-        return ElementContact(g, a, depth, mid, h)

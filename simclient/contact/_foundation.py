@@ -20,6 +20,7 @@ import numpy as np
 
 from simclient.contact._elements import ElementContact, ElementDetector, ElementGrid
 from simclient.errors import ContactError
+from simclient.geometry import jit
 from simclient.io import Source
 
 __all__ = ["LayerLaw", "LinearLayer", "NonlinearLayer", "CompartmentResult", "FoundationContact"]
@@ -122,23 +123,42 @@ class CompartmentResult:
                 "force_vector_N": self.force.tolist(), "centre_of_pressure_m": self.centre_of_pressure.tolist()}
 
 
+@jit
+def _resultants(a: np.ndarray, p: np.ndarray, area: np.ndarray, centre: np.ndarray,
+                normal: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float, np.ndarray]:
+    """Net force (N) and torque about the origin (N m) of element forces ``p[m] area[a[m]]`` along
+    ``normal[m]`` at ``centre[a[m]]`` (principle of replacement), the elements' area (m^2), the
+    load ``sum p A`` (N) and the centre of pressure (m; NaN without load)."""
+    F, T, cop = np.zeros(3), np.zeros(3), np.zeros(3)
+    total_area = load = 0.0
+    for m in range(a.shape[0]):
+        k = a[m]
+        pa = p[m] * area[k]
+        f0, f1, f2 = pa * normal[m, 0], pa * normal[m, 1], pa * normal[m, 2]
+        c0, c1, c2 = centre[k, 0], centre[k, 1], centre[k, 2]
+        F[0] += f0
+        F[1] += f1
+        F[2] += f2
+        T[0] += c1 * f2 - c2 * f1
+        T[1] += c2 * f0 - c0 * f2
+        T[2] += c0 * f1 - c1 * f0
+        cop[0] += c0 * pa
+        cop[1] += c1 * pa
+        cop[2] += c2 * pa
+        total_area += area[k]
+        load += pa
+    return F, T, total_area, load, cop / load if load > 0 else np.full(3, np.nan)
+
+
 def layer_result(contact: ElementContact, layer: LayerLaw) -> CompartmentResult:
     """Pressures, force and torque of one compartment's contact under ``layer``."""
     g, a = contact.grid, contact.active
-    p = np.zeros(g.n)
-    if len(a):
-        p[a] = layer.pressure(contact.depth[a], contact.thickness)
-    pa = p[a] * g.area[a]
-    f = pa[:, None] * contact.normal
-    F = f.sum(axis=0)
-    c = g.centre[a]  # the torque sum c x f, written out (np.cross costs more than the sum here)
-    T = np.array([(c[:, 1] * f[:, 2] - c[:, 2] * f[:, 1]).sum(), (c[:, 2] * f[:, 0] - c[:, 0] * f[:, 2]).sum(),
-                  (c[:, 0] * f[:, 1] - c[:, 1] * f[:, 0]).sum()])
-    area = float(g.area[a].sum())
-    load = float(pa.sum())
-    cop = (g.centre[a] * pa[:, None]).sum(axis=0) / load if load > 0 else np.full(3, np.nan)
-    return CompartmentResult(g.name, F, T, np.where(g.usable, p, np.nan), contact.depth, contact.mask, area,
-                             float(p.max(initial=0.0)), load / area if area > 0 else 0.0, cop)
+    pa = layer.pressure(contact.depth[a], contact.thickness) if len(a) else np.zeros(0)
+    F, T, area, load, cop = _resultants(a, pa, g.area, g.centre, contact.normal)
+    p = np.where(g.usable, 0.0, np.nan)
+    p[a] = pa
+    return CompartmentResult(g.name, F, T, p, contact.depth, contact.mask, area, float(pa.max(initial=0.0)),
+                             load / area if area > 0 else 0.0, cop)
 
 
 class FoundationContact:

@@ -26,6 +26,10 @@ from simclient.geometry import layout as L
 __all__ = ["Contact", "Contacts", "ContactPair"]
 
 _STATUSES = tuple(ContactStatus)  # a tuple lookup is ten times cheaper than ContactStatus(code)
+_CONVERGED, _NOT_CONVERGED, _NEEDS_UPDATE, _LEFT_I, _LEFT_J = (
+    int(s) for s in (ContactStatus.CONVERGED, ContactStatus.NOT_CONVERGED, ContactStatus.NEEDS_UPDATE,
+                     ContactStatus.LEFT_WINDOW_I, ContactStatus.LEFT_WINDOW_J))
+_CHECK, _OUT_SIZE = L.PAIR_CHECK, L.OUT_SIZE
 
 
 def _vector(offset: int, doc: str) -> property:
@@ -173,28 +177,31 @@ class ContactPair:
         are and an iterate leaving one ends the solve with status ``left window i``/``j`` (the
         warm start is kept). With ``strict``, a failure raises :class:`ContactError`.
         """
-        warm = self.x is not None
-        x = self.x.copy() if self.x is not None else self.coarse_guess(R_i, c_i, R_j, c_j)
-        self.evaluations += 1
+        # the hot path of every integrator stage: plain integers, no enum arithmetic
         wi, wj = self.wi, self.wj
         if (wi.version, wj.version) != self._versions:
             self._sync()
+        warm = self.x is not None
+        x = self.x.copy() if self.x is not None else self.coarse_guess(R_i, c_i, R_j, c_j)
+        self.evaluations += 1
         ints = self.ints
-        ints[L.PAIR_CHECK] = 1 if update_windows else 0
+        ints[_CHECK] = update_windows
         it_total = 0
-        status = ContactStatus.NOT_CONVERGED
+        code = _NOT_CONVERGED
         for _ in range(8):
             code, it = self.kernel(wi.buffer, wj.buffer, ints, self.flts, R_i, c_i, R_j, c_j, x, self.work)
-            status = _STATUSES[code]
             it_total += it
-            if status == ContactStatus.NEEDS_UPDATE or (update_windows and status.left_window):
+            if code == _CONVERGED:
+                break
+            left = code == _LEFT_I or code == _LEFT_J
+            if code == _NEEDS_UPDATE or (update_windows and left):
                 # the thesis' rule for the guess (or the iterate that left a window), then solve
                 # again without the fast-path check (the rule may legitimately keep the window)
                 if wi.update(x[0], x[1]) | wj.update(x[2], x[3]):
                     self._sync()
-                ints[L.PAIR_CHECK] = 0
+                ints[_CHECK] = 0
                 continue
-            if warm and status != ContactStatus.CONVERGED and not status.left_window:
+            if warm and not left:
                 # the warm start was too far (bodies moved a long way since, e.g. an integrator's
                 # trial step): restart once from a coarse search over the windows' points
                 warm = False
@@ -202,11 +209,11 @@ class ContactPair:
                 continue
             break
         self.newton_iterations += it_total
-        contact = Contact(status, it_total, x.copy(), self.work[:L.OUT_SIZE].copy())
-        if status == ContactStatus.CONVERGED:
+        contact = Contact(_STATUSES[code], it_total, x.copy(), self.work[:_OUT_SIZE].copy())
+        if code == _CONVERGED:
             self.x = x
         elif strict:
-            raise ContactError(f"contact {self.wi.name} / {self.wj.name}: {status} after {it_total} "
+            raise ContactError(f"contact {wi.name} / {wj.name}: {contact.status} after {it_total} "
                                f"iterations at (u_i, v_i, u_j, v_j) = {x.tolist()}, |F| = {contact.residual:.3e}")
         return contact
 

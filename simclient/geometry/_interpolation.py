@@ -46,19 +46,12 @@ def _cell(x: float, lo: int, hi: int) -> int:
 
 
 @jit
-def _twist3(buf: np.ndarray, ip: np.ndarray, i: int, j: int, du: float, dv: float) -> tuple[float, float, float]:
-    """Twist s_uv * du * dv at grid node (i, j): the mean of d(tu)/dv and d(tv)/du by central
-    differences (one-sided at the window's edges)."""
-    Bu, Bv = ip[L.IP_BU], ip[L.IP_BV]
-    jm, jp = max(j - 1, ip[L.IP_J_LO]), min(j + 1, ip[L.IP_J_HI] - 1)
-    im, ip_ = max(i - 1, ip[L.IP_I_LO]), min(i + 1, ip[L.IP_I_HI] - 1)
-    ii, jj = i % Bu, j % Bv
-    jmb, jpb, imb, ipb = jm % Bv, jp % Bv, im % Bu, ip_ % Bu
-    fu = 0.5 * du / (jp - jm)  # d(tu)/dv per grid step, times du dv / 2
-    fv = 0.5 * dv / (ip_ - im)
-    return ((buf[ii, jpb, 8] - buf[ii, jmb, 8]) * fu + (buf[ipb, jj, 11] - buf[imb, jj, 11]) * fv,
-            (buf[ii, jpb, 9] - buf[ii, jmb, 9]) * fu + (buf[ipb, jj, 12] - buf[imb, jj, 12]) * fv,
-            (buf[ii, jpb, 10] - buf[ii, jmb, 10]) * fu + (buf[ipb, jj, 13] - buf[imb, jj, 13]) * fv)
+def _twist(buf: np.ndarray, a: int, b: int, c: int, d: int, e: int, f: int, g: int, h: int, fu: float,
+           fv: float) -> tuple[float, float, float]:
+    """A node's twist ``s_uv du dv`` from buffer points: ``(tu[a, b] - tu[c, d]) fu + (tv[e, f] - tv[g, h]) fv``."""
+    return ((buf[a, b, 8] - buf[c, d, 8]) * fu + (buf[e, f, 11] - buf[g, h, 11]) * fv,
+            (buf[a, b, 9] - buf[c, d, 9]) * fu + (buf[e, f, 12] - buf[g, h, 12]) * fv,
+            (buf[a, b, 10] - buf[c, d, 10]) * fu + (buf[e, f, 13] - buf[g, h, 13]) * fv)
 
 
 @jit
@@ -123,11 +116,19 @@ def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float
     # Bicubic Hermite. Basis on [0, 1]: value h0 (corner 0), h1 (corner 1); slope g0, g1.
     ha0, ha1, ga0, ga1, dha0, dha1, dga0, dga1, ddha0, ddha1, ddga0, ddga1 = _hermite_basis(a)
     hb0, hb1, gb0, gb1, dhb0, dhb1, dgb0, dgb1, ddhb0, ddhb1, ddgb0, ddgb1 = _hermite_basis(b)
-    # twists at the four corner nodes (all three components), shared with the neighbouring cells
-    t00x, t00y, t00z = _twist3(buf, ip, i, j, du, dv)
-    t10x, t10y, t10z = _twist3(buf, ip, i + 1, j, du, dv)
-    t01x, t01y, t01z = _twist3(buf, ip, i, j + 1, du, dv)
-    t11x, t11y, t11z = _twist3(buf, ip, i + 1, j + 1, du, dv)
+    # twists at the four corner nodes (all three components), shared with the neighbouring cells:
+    # the mean of d(tu)/dv and d(tv)/du by central differences (one-sided at the window's edges),
+    # from the 4 x 4 points around the cell (rows i-1 .. i+2 and columns j-1 .. j+2, kept inside
+    # the window)
+    im, i2 = max(i - 1, ip[L.IP_I_LO]), min(i + 2, ip[L.IP_I_HI] - 1)
+    jm, j2 = max(j - 1, ip[L.IP_J_LO]), min(j + 2, ip[L.IP_J_HI] - 1)
+    imb, i2b, jmb, j2b = im % Bu, i2 % Bu, jm % Bv, j2 % Bv
+    fu0, fu1 = 0.5 * du / (j + 1 - jm), 0.5 * du / (j2 - j)  # d(tu)/dv per grid step, times du dv / 2
+    fv0, fv1 = 0.5 * dv / (i + 1 - im), 0.5 * dv / (i2 - i)
+    t00x, t00y, t00z = _twist(buf, i0, j1, i0, jmb, i1, j0, imb, j0, fu0, fv0)
+    t10x, t10y, t10z = _twist(buf, i1, j1, i1, jmb, i2b, j0, i0, j0, fu0, fv1)
+    t01x, t01y, t01z = _twist(buf, i0, j2b, i0, j0, i1, j1, imb, j1, fu1, fv0)
+    t11x, t11y, t11z = _twist(buf, i1, j2b, i1, j0, i2b, j1, i0, j1, fu1, fv1)
     for k in range(3):
         if k == 0:
             W00, W10, W01, W11 = t00x, t10x, t01x, t11x
