@@ -149,14 +149,26 @@ def _cross(a: np.ndarray, o: int, b: np.ndarray, p: int, out: np.ndarray, q: int
 
 
 @jit
-def _residual(buf_i: np.ndarray, ip_i: np.ndarray, fp_i: np.ndarray, buf_j: np.ndarray, ip_j: np.ndarray,
-              fp_j: np.ndarray, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, x: np.ndarray,
-              mode: int, ev: np.ndarray, gi: np.ndarray, gj: np.ndarray, F: np.ndarray, m: np.ndarray) -> float:
-    """Evaluate both surfaces (global frame) and the conditions F; return the merit."""
-    evaluate(buf_i, ip_i, fp_i, x[0], x[1], mode, ev)
-    _global(ev, R_i, c_i, gi)
-    evaluate(buf_j, ip_j, fp_j, x[2], x[3], mode, ev)
-    _global(ev, R_j, c_j, gj)
+def _surfaces(buf_i: np.ndarray, ip_i: np.ndarray, fp_i: np.ndarray, buf_j: np.ndarray, ip_j: np.ndarray,
+              fp_j: np.ndarray, x: np.ndarray, mode: int, evi: np.ndarray, evj: np.ndarray, key: np.ndarray) -> None:
+    """Both surfaces at ``x`` in their own frames into ``evi``, ``evj``, unless they hold them
+    already (``key``: the parameters and both windows' placements they were taken at). A warm
+    start is where the last solve ended, so its evaluations do not depend on the new poses."""
+    if (key[0] == x[0] and key[1] == x[1] and key[2] == x[2] and key[3] == x[3] and key[4] == ip_i[L.IP_I_LO]
+            and key[5] == ip_i[L.IP_J_LO] and key[6] == ip_j[L.IP_I_LO] and key[7] == ip_j[L.IP_J_LO]):
+        return
+    evaluate(buf_i, ip_i, fp_i, x[0], x[1], mode, evi)
+    evaluate(buf_j, ip_j, fp_j, x[2], x[3], mode, evj)
+    key[0], key[1], key[2], key[3] = x[0], x[1], x[2], x[3]
+    key[4], key[5], key[6], key[7] = ip_i[L.IP_I_LO], ip_i[L.IP_J_LO], ip_j[L.IP_I_LO], ip_j[L.IP_J_LO]
+
+
+@jit
+def _residual(R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, fp_i: np.ndarray,
+              evi: np.ndarray, evj: np.ndarray, gi: np.ndarray, gj: np.ndarray, F: np.ndarray, m: np.ndarray) -> float:
+    """Both surfaces' evaluations in the global frame and the conditions F; return the merit."""
+    _global(evi, R_i, c_i, gi)
+    _global(evj, R_j, c_j, gj)
     _cross(gj, L.EV_TU, gj, L.EV_TV, m, 0)  # m_j = T_uj x T_vj, along the normal of j
     d0, d1, d2 = gj[L.EV_S] - gi[L.EV_S], gj[L.EV_S + 1] - gi[L.EV_S + 1], gj[L.EV_S + 2] - gi[L.EV_S + 2]
     F[0] = _dot(m, 0, gi, L.EV_TU)
@@ -216,7 +228,6 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
         return NEEDS_UPDATE, 0
     out = work[0:L.OUT_SIZE]
     o = L.OUT_SIZE
-    ev = work[o:o + L.EV_SIZE]
     gi = work[o + L.EV_SIZE:o + 2 * L.EV_SIZE]
     gj = work[o + 2 * L.EV_SIZE:o + 3 * L.EV_SIZE]
     o += 3 * L.EV_SIZE
@@ -228,10 +239,13 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
     mj = work[o + 32:o + 35]
     mu = work[o + 35:o + 41]
     mv = work[o + 41:o + 47]
+    evi, evj = work[L.PAIR_EV_I:L.PAIR_EV_I + L.EV_SIZE], work[L.PAIR_EV_J:L.PAIR_EV_J + L.EV_SIZE]
+    key = work[L.PAIR_KEY:L.PAIR_KEY + L.PAIR_KEY_SIZE]
     h0, h1, h2, h3 = fp_i[L.FP_DU], fp_i[L.FP_DV], fp_j[L.FP_DU], fp_j[L.FP_DV]
     status = NOT_CONVERGED
     it = 0
-    f2 = _residual(buf_i, ip_i, fp_i, buf_j, ip_j, fp_j, R_i, c_i, R_j, c_j, x, mode, ev, gi, gj, F, mj)
+    _surfaces(buf_i, ip_i, fp_i, buf_j, ip_j, fp_j, x, mode, evi, evj, key)
+    f2 = _residual(R_i, c_i, R_j, c_j, fp_i, evi, evj, gi, gj, F, mj)
     while it < max_iter:
         it += 1
         d0, d1, d2 = gj[L.EV_S] - gi[L.EV_S], gj[L.EV_S + 1] - gi[L.EV_S + 1], gj[L.EV_S + 2] - gi[L.EV_S + 2]
@@ -273,7 +287,8 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
         for _ in range(7):
             for r in range(4):
                 xn[r] = x[r] + lam * dx[r]
-            fn2 = _residual(buf_i, ip_i, fp_i, buf_j, ip_j, fp_j, R_i, c_i, R_j, c_j, xn, mode, ev, gi, gj, Fn, mj)
+            _surfaces(buf_i, ip_i, fp_i, buf_j, ip_j, fp_j, xn, mode, evi, evj, key)
+            fn2 = _residual(R_i, c_i, R_j, c_j, fp_i, evi, evj, gi, gj, Fn, mj)
             # Newton steps may raise the merit for a while before converging fast: only a step
             # that makes it a hundred times worse is shortened (the trust region bounds the rest)
             if fn2 <= 100.0 * f2 or lam * m < tol:

@@ -47,10 +47,15 @@ class Contact:
     parameter); ``normal_i`` (unit outward normal of surface i at ``point_i``).
     """
 
-    __slots__ = ("status", "iterations", "params", "_d")
+    __slots__ = ("status", "iterations", "_x", "_d")
 
     def __init__(self, status: ContactStatus, iterations: int, params: np.ndarray, data: np.ndarray) -> None:
-        self.status, self.iterations, self.params, self._d = status, iterations, params, data
+        self.status, self.iterations, self._x, self._d = status, iterations, params, data
+
+    @property
+    def params(self) -> np.ndarray:
+        """``(u_i, v_i, u_j, v_j)`` (a copy: the pair's warm start may share the array)."""
+        return self._x.copy()
 
     point_i = _vector(L.OUT_PI, "The contact point on surface i (m, global).")
     point_j = _vector(L.OUT_PJ, "The contact point on surface j (m, global).")
@@ -125,7 +130,8 @@ class ContactPair:
         self.max_iter, self.tol, self.max_step = max_iter, tol, max_step
         self.coarse_points = coarse_points
         self.x: np.ndarray | None = None  # last converged (u_i, v_i, u_j, v_j)
-        self.work = np.empty(L.PAIR_WORK_SIZE)
+        self.work = np.full(L.PAIR_WORK_SIZE, np.nan)  # (NaN: the solve remembers nothing yet)
+        self._out = self.work[:L.OUT_SIZE]  # the solve's output
         self.ints = np.zeros(L.PAIR_INTS_SIZE, dtype=np.int64)
         self.ints[[L.PAIR_MODE, L.PAIR_MAX_ITER, L.PAIR_CHECK]] = (window_i.mode, max_iter, 1)
         self.flts = np.zeros(L.PAIR_FLTS_SIZE)
@@ -185,7 +191,7 @@ class ContactPair:
         x = self.x.copy() if self.x is not None else self.coarse_guess(R_i, c_i, R_j, c_j)
         self.evaluations += 1
         ints = self.ints
-        ints[_CHECK] = update_windows
+        ints[_CHECK] = 1 if update_windows else 0
         it_total = 0
         code = _NOT_CONVERGED
         for _ in range(8):
@@ -209,10 +215,10 @@ class ContactPair:
                 continue
             break
         self.newton_iterations += it_total
-        contact = Contact(_STATUSES[code], it_total, x.copy(), self.work[:_OUT_SIZE].copy())
         if code == _CONVERGED:
-            self.x = x
-        elif strict:
+            self.x = x  # replaced by the next solve, never written into: the contact shares it
+        contact = Contact(_STATUSES[code], it_total, x, self._out.copy())
+        if code != _CONVERGED and strict:
             raise ContactError(f"contact {wi.name} / {wj.name}: {contact.status} after {it_total} "
                                f"iterations at (u_i, v_i, u_j, v_j) = {x.tolist()}, |F| = {contact.residual:.3e}")
         return contact

@@ -94,7 +94,7 @@ class _Kernel:
         self.ints = tuple(p.ints for p in self.pairs) or (np.zeros(L.PAIR_INTS_SIZE, dtype=np.int64),)
         self.flts = tuple(p.flts for p in self.pairs) or (np.zeros(L.PAIR_FLTS_SIZE),)
         self.xs = np.zeros((max(nc, 1), 4))
-        self.work = np.zeros((max(nc, 1), L.PAIR_WORK_SIZE))
+        self.work = np.full((max(nc, 1), L.PAIR_WORK_SIZE), np.nan)
         self.stage_y = np.zeros(len(system.initial_state()))
 
     def load(self) -> None:

@@ -26,6 +26,8 @@ Contact-pair parameters (one per pair of windows i, j)
 Contact output ``out`` (the first ``OUT_SIZE`` values of the pair's scratch space, global frame):
 ``OUT_PI``, ``OUT_PJ`` (points), ``OUT_N`` (unit normal of j), ``OUT_DEPTH`` (indentation, m),
 ``OUT_RESIDUAL`` (|F|), ``OUT_NI`` (unit normal of i).
+The rest of the scratch space is the solve's own (``PAIR_EV_I``, ``PAIR_EV_J``, ``PAIR_KEY``: it
+remembers its last evaluations, so a new scratch space must be filled with NaN).
 """
 
 from __future__ import annotations
@@ -58,5 +60,12 @@ OUT_PI, OUT_PJ, OUT_N = 0, 3, 6
 OUT_DEPTH, OUT_RESIDUAL = 9, 10
 OUT_NI = 11
 OUT_SIZE = 16
+#: a contact solve's memory (inside its scratch space): both surfaces' evaluations ``ev`` (surface
+#: frames) at ``PAIR_EV_I``, ``PAIR_EV_J`` and the key they were taken at (``u_i, v_i, u_j, v_j`` and
+#: both windows' first grid points) at ``PAIR_KEY``; a new scratch space is NaN (no memory)
+PAIR_EV_I = 160
+PAIR_EV_J = PAIR_EV_I + EV_SIZE
+PAIR_KEY = PAIR_EV_J + EV_SIZE
+PAIR_KEY_SIZE = 8
 #: scratch space of one contact solve (float64), the output first
-PAIR_WORK_SIZE = 160
+PAIR_WORK_SIZE = PAIR_KEY + PAIR_KEY_SIZE
