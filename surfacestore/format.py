@@ -43,7 +43,7 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -448,10 +448,11 @@ class FolderFiles:
         st = os.stat(self.path / rel)
         return st.st_ino, st.st_mtime_ns
 
-    def close(self) -> None:
+    def close(self, _close: Callable[[int], None] = os.close) -> None:
+        # (os.close bound at definition: a table collected at interpreter exit outlives the os module's globals)
         fd, self._dirfd = getattr(self, "_dirfd", -1), -1
         if fd >= 0:
-            os.close(fd)
+            _close(fd)
 
 
 class Table:

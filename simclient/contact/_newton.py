@@ -108,9 +108,10 @@ def _dot(a: np.ndarray, o: int, b: np.ndarray, p: int) -> float:
 
 @jit
 def _solve4(J: np.ndarray, F: np.ndarray, x: np.ndarray) -> bool:
-    """Solve J x = F (4 x 4) by Gaussian elimination with partial pivoting; False if singular."""
-    A = J.copy()
-    b = F.copy()
+    """Solve J x = F (4 x 4) by Gaussian elimination with partial pivoting, in place (J and F are
+    overwritten: no allocation in the hot path); False if singular."""
+    A = J
+    b = F
     scale = 0.0
     for r in range(4):
         for c in range(4):
