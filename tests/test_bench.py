@@ -46,3 +46,23 @@ def test_bench_soak_quick(sample_tables):
     assert res["unintended_errors"] == 0 and res["wrong_bytes"] == 0, res["clients"]
     assert all(c["requests"] > 50 for c in res["clients"].values())
     assert res["clients"]["bad"]["intended_errors"] == res["clients"]["bad"]["requests"]
+
+
+def test_bench_peers_quick(sample_tables):
+    """Ours against the analytic ball and, where OpenSim is installed, against OpenSim: the same
+    largest indentation (Hertz, 30.014 um; OpenSim's stiffness mapped to ours), the energy kept."""
+    r = subprocess.run([sys.executable, "-m", "simclient.cli", "bench", "peers", "--quick", "--json", "--tables",
+                        str(sample_tables)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    rows = res["rows"]
+    for case in ("ours (tables, DOP853-jit rtol 1e-10)", "ours (tables, DOP853 rtol 1e-10)",
+                 "scipy DOP853, analytic ball (rtol 1e-10)"):
+        assert abs(rows[case]["max_indentation_um"] - 30.014) < 0.002 and abs(rows[case]["energy_change"]) < 1e-8
+    assert rows["ours (tables, DOP853-jit rtol 1e-10)"]["rhs"] == rows["ours (tables, DOP853 rtol 1e-10)"]["rhs"]
+    assert all(row["wall_ms"] > 0 for row in res["whole"].values())
+    if "opensim" in res:
+        assert "not installed" in res["opensim"]
+    else:
+        osim = rows["OpenSim 4.6 Hunt-Crossley, accuracy 1e-08"]
+        assert abs(osim["max_indentation_um"] - 30.014) < 0.01 and res["ratio_in_turns"] > 0

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simclient.contact import ContactPair, ContactStatus, ViscoelasticLaw, make_law
+from simclient.contact import ContactPair, ContactStatus, ViscoelasticLaw, make_law, solve_contact
 from simclient.dynamics import Body, ContactModel, MultibodySystem, PointLoad, Surface, compile_system, simulate
 from simclient.geometry import StorageWindow, euler_from_axis_angle, rotation_matrix
+from simclient.geometry import layout as L
 from simclient.io import LocalSource
 from simclient.scenarios import Tables, locate
 from simclient.scenarios.bouncing_ball import BallParams, bouncing_ball
@@ -115,3 +116,35 @@ def test_detect_many_equals_detect_one_pose_at_a_time(sample_tables):
     assert batch[17].indentation == singles[17].indentation and batch[17].status == ContactStatus.CONVERGED
     # the analytic sphere on the plane: 20 um deep everywhere
     np.testing.assert_allclose(batch.indentation, 2e-5, atol=1e-9)
+
+
+def test_the_solves_memory_of_its_last_evaluations_changes_nothing(sample_tables):
+    """A warm start reuses the surfaces' evaluations where the last solve ended (keyed by the
+    parameters and the windows' placement): the same results bit for bit as a solve that remembers
+    nothing, right after window moves too; and a contact's parameters are a copy (the pair's warm
+    start cannot be changed through them)."""
+    pair = ContactPair(StorageWindow(LocalSource(sample_tables / "ball_333.zarr"), (3, 3), centre=(0.0, 0.0)),
+                       StorageWindow(LocalSource(sample_tables / "ground.zarr"), (3, 3), centre=(0.0, -0.03)))
+    A, c = _sliding_poses(3000)
+    I, z = np.eye(3), np.zeros(3)
+    hit = pair.detect(A[0], c[0], I, z)
+    compared, after_move, last = 0, 0, (pair.wi.version, pair.wj.version)
+    for k in range(1, len(c)):
+        x0, before = pair.x.copy(), (pair.wi.version, pair.wj.version)
+        hit = pair.detect(A[k], c[k], I, z)
+        assert hit.converged
+        if (pair.wi.version, pair.wj.version) != before:
+            continue  # the window moved during this call: its last solve did not start from x0
+        # the same solve from the same warm start, with a scratch space that remembers nothing
+        ints, fresh = pair.ints.copy(), np.full(L.PAIR_WORK_SIZE, np.nan)
+        ints[L.PAIR_CHECK] = 0
+        code, _ = solve_contact(pair.wi.buffer, pair.wj.buffer, ints, pair.flts, A[k], c[k], I, z, x0, fresh)
+        assert code == int(ContactStatus.CONVERGED)
+        np.testing.assert_array_equal(x0, hit.params)
+        np.testing.assert_array_equal(fresh[:L.OUT_SIZE], pair.work[:L.OUT_SIZE])
+        compared += 1
+        after_move += before != last
+        last = before
+    assert compared > 2900 and after_move >= 1
+    hit.params[:] = 0.0
+    assert pair.x is not None and pair.x[1] != 0.0
