@@ -74,6 +74,10 @@ def test_cli_runs_the_gait_cycle_and_writes_maps(implant_tables, tmp_path):
     assert pp["element_grid"] == [50, 50] and pp["t_s"] == s["t_max_load_s"]
     for side in ("medial", "lateral"):
         assert pp["compartments"][side]["active_elements"] > s["compartments"][side]["active_elements"]
+        r = pp["over_forward_run"][side]
+        assert r["force_N"] == pytest.approx(pp["compartments"][side]["force_N"] / s["compartments"][side]["force_N"])
+    # laterally the 30 x 30 grid is converged (medially it misses the single patch's slope contact: README)
+    assert pp["over_forward_run"]["lateral"]["force_N"] == pytest.approx(1.0, abs=0.03)
     import zarr
 
     g = zarr.open_group(str(tmp_path / "pressure.zarr"), mode="r")

@@ -451,8 +451,12 @@ def artificial_knee(insert: Source, femoral: Source, params: ImplantKneeParams |
                               "element_casts": g["element_casts"], "us_per_element": g["us_per_element"],
                               "us_per_element_full_search": g["us_per_element_full_search"]}
             if "pressure_pass" in g:
+                fine = {n: c.summary() for n, c in g["pressure_pass"].items()}
+                # Bei & Fregly found force and torque insensitive to the grid: how far the finer one moves them
+                ratios = {n: {k: fine[n][k] / values["compartments"][n][k] for k in ("force_N", "torque_Nm")}
+                          for n in fine}
                 values["pressure_pass"] = {"element_grid": list(p.pressure_grid), "t_s": g["t_max_load_s"],
-                                           "compartments": {n: c.summary() for n, c in g["pressure_pass"].items()}}
+                                           "compartments": fine, "over_forward_run": ratios}
             if out is not None:
                 from simclient.scenarios.report import save_artificial_knee
 
@@ -514,5 +518,9 @@ class ArtificialKnee(Scenario, name="artificial-knee", params=ImplantKneeParams,
             for key, label, scale in REPORT_ROWS:
                 lines.append(f"  {label:24s}" + "".join(f"{pp['compartments'][n][key] * scale:12.4g}"
                                                         for n in ("medial", "lateral")))
+            r = pp["over_forward_run"]
+            lines.append("  pass / forward run: force " + " / ".join(f"{r[n]['force_N']:.3f}" for n in ("medial", "lateral"))
+                         + ", torque " + " / ".join(f"{r[n]['torque_Nm']:.3f}" for n in ("medial", "lateral"))
+                         + " (medial / lateral; Bei & Fregly: insensitive to the grid)")
         lines.extend(f"  wrote {f}" for f in summary.get("files", []))
         return "\n".join(lines)
