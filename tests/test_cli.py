@@ -21,6 +21,19 @@ def test_run_help_lists_the_registry():
         assert name in r.stdout
 
 
+def test_every_scenario_has_a_help_page(capsys):
+    """Help texts go through argparse's %-formatting: a parameter described as '90 % OA' broke
+    ``run knee2d --help``."""
+    from simclient.cli import main
+    from simclient.scenarios import SCENARIOS
+
+    for name in SCENARIOS:
+        with pytest.raises(SystemExit) as exit_:
+            main(["run", name, "--help"])
+        assert exit_.value.code == 0, name
+        assert "--json" in capsys.readouterr().out
+
+
 def test_each_scenario_shows_only_its_own_options():
     ball = simclient("run", "bouncing-ball", "--help").stdout
     for option in ("--law", "--cr", "--window-ball", "--window-ground", "--t-end", "--method", "--ball", "--ground",

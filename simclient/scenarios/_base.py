@@ -251,6 +251,7 @@ class Scenario(ABC):
                 if meta["choices"]:  # checked by check_choices: a wrong name is bad input (exit 1), not usage
                     kwargs["help"] += f"; one of {', '.join(meta['choices'])}"
                 kwargs["metavar"] = meta["metavar"] or f.name.upper()
+            kwargs["help"] = kwargs["help"].replace("%", "%%")  # argparse formats help strings with %
             group.add_argument("--" + f.name.replace("_", "-"), **kwargs)
         if cls.tables:
             roles = parser.add_argument_group("tables (a name on --store / in --tables, or a location)")
