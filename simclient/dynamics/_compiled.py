@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 from scipy.integrate import DOP853, DenseOutput
+from scipy.integrate._ivp.rk import Dop853DenseOutput  # (scipy's own, which DOP853 builds)
 
 from simclient.contact import ContactPair, ContactStatus, law_force, solve_contact
 from simclient.dynamics._bodies import Body
@@ -411,27 +412,6 @@ def _dense_coefficients(y_old: np.ndarray, y: np.ndarray, f: np.ndarray, h: floa
             F[3 + p, i] = h * acc
 
 
-class _Dop853Dense(DenseOutput):
-    """DOP853's dense output (scipy's ``Dop853DenseOutput``) from its ``F`` coefficients."""
-
-    def __init__(self, t_old: float, t: float, y_old: np.ndarray, F: np.ndarray) -> None:
-        super().__init__(t_old, t)
-        self.h, self.F, self.y_old = t - t_old, F, y_old
-
-    def _call_impl(self, t: np.ndarray) -> np.ndarray:
-        x = (t - self.t_old) / self.h
-        if t.ndim == 0:
-            y = np.zeros_like(self.y_old)
-        else:
-            x = x[:, None]
-            y = np.zeros((len(x), len(self.y_old)))
-        for i, f in enumerate(reversed(self.F)):
-            y += f
-            y *= x if i % 2 == 0 else 1 - x
-        y += self.y_old
-        return y.T
-
-
 class CompiledDOP853(DOP853):
     """scipy's ``DOP853`` with its stages run by a system's compiled right-hand side ``kernel``
     (from :func:`compile_system`; :func:`simclient.dynamics.simulate` passes it); without one it
@@ -500,4 +480,4 @@ class CompiledDOP853(DOP853):
             first = failed + 1
         F = np.empty((self.D.shape[0] + 3, self.n))
         _dense_coefficients(self.y_old, self.y, self.f, h, K, self.D, F)
-        return _Dop853Dense(self.t_old, self.t, self.y_old, F)
+        return Dop853DenseOutput(self.t_old, self.t, self.y_old, F)
