@@ -34,10 +34,16 @@ def setup() -> None:
         print("installing the project and its dependencies into .venv ...", flush=True)
         subprocess.run([PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
         subprocess.run([PY, "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[test]"], check=True)
-        # compile the numba kernels now, into their cache, so the first run does not wait for them
-        print("compiling the numba kernels (once) ...", flush=True)
-        subprocess.run([PY, "-m", "simclient.cli", "warmup"], check=True, cwd=ROOT)
         stamp.write_text(want)
+    # compile the numba kernels now, into their cache, so the first run does not wait for them; again
+    # whenever the sources change (numba would keep a kernel whose own file did not change, with the
+    # old code of what it calls)
+    kernels = VENV / ".kernels"
+    sources = hashlib.sha256(b"".join(p.read_bytes() for p in sorted((ROOT / "simclient").rglob("*.py"))))
+    if not kernels.exists() or kernels.read_text() != sources.hexdigest():
+        print("compiling the numba kernels (once per version of the sources) ...", flush=True)
+        subprocess.run([PY, "-m", "simclient.cli", "warmup"], check=True, cwd=ROOT)
+        kernels.write_text(sources.hexdigest())
 
 
 def main() -> int:

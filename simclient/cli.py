@@ -204,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--json", action="store_true", help="print the JSON summary")
     sw.set_defaults(func=_sweep)
 
-    w = sub.add_parser("warmup", help="compile the numba kernels into their on-disk cache (once after installing)")
+    w = sub.add_parser("warmup", help="compile the numba kernels afresh into their on-disk cache (after installing or updating)")
     w.set_defaults(func=_warmup)
 
     v = sub.add_parser("validate", help="closed-form validation cases")

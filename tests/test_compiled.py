@@ -116,6 +116,32 @@ def test_detect_many_equals_detect_one_pose_at_a_time(sample_tables):
     assert batch[17].indentation == singles[17].indentation and batch[17].status == ContactStatus.CONVERGED
     # the analytic sphere on the plane: 20 um deep everywhere
     np.testing.assert_allclose(batch.indentation, 2e-5, atol=1e-9)
+    assert one.evaluations == many.evaluations == len(c)
+    assert one.newton_iterations == sum(s.iterations for s in singles)
+
+
+class _GeneralPathOnly(ContactPair):
+    """A pair whose compiled fast path always declines (it reports no warm start), so that every
+    evaluation goes through :meth:`ContactPair.detect`'s general path."""
+
+    warm_kernel = staticmethod(lambda *args: (int(ContactStatus.NOT_CONVERGED), 0))
+
+
+def test_detect_fast_path_equals_general_path(sample_tables):
+    """The one-call fast path (the pair's arrays passed by address) gives the general path's
+    results bit for bit, window moves included, and counts evaluations and iterations alike."""
+    def windows():
+        return (StorageWindow(LocalSource(sample_tables / "ball_333.zarr"), (3, 3), centre=(0.0, 0.0)),
+                StorageWindow(LocalSource(sample_tables / "ground.zarr"), (3, 3), centre=(0.0, -0.03)))
+    A, c = _sliding_poses(3000)
+    I, z = np.eye(3), np.zeros(3)
+    fast, general = ContactPair(*windows()), _GeneralPathOnly(*windows())
+    for k in range(len(c)):
+        a, b = fast.detect(A[k], c[k], I, z), general.detect(A[k], c[k], I, z)
+        assert a.status == b.status == ContactStatus.CONVERGED and a.iterations == b.iterations
+        np.testing.assert_array_equal(a._d, b._d)
+    assert fast.wj.updates == general.wj.updates >= 1
+    assert (fast.evaluations, fast.newton_iterations) == (general.evaluations, general.newton_iterations)
 
 
 def test_the_solves_memory_of_its_last_evaluations_changes_nothing(sample_tables):
@@ -136,7 +162,7 @@ def test_the_solves_memory_of_its_last_evaluations_changes_nothing(sample_tables
         if (pair.wi.version, pair.wj.version) != before:
             continue  # the window moved during this call: its last solve did not start from x0
         # the same solve from the same warm start, with a scratch space that remembers nothing
-        ints, fresh = pair.ints.copy(), np.full(L.PAIR_WORK_SIZE, np.nan)
+        ints, fresh = pair.ints.copy(), np.full(L.SOLVE_WORK_SIZE, np.nan)
         ints[L.PAIR_CHECK] = 0
         code, _ = solve_contact(pair.wi.buffer, pair.wj.buffer, ints, pair.flts, A[k], c[k], I, z, x0, fresh)
         assert code == int(ContactStatus.CONVERGED)

@@ -18,13 +18,13 @@ from simclient.geometry import euler_from_axis_angle, layout, rotation_matrix
 def _contact(depth: float, normal=(0.0, 0.0, 1.0)) -> Contact:
     """A converged contact of the given indentation along ``normal`` (surface j's outward normal)."""
     n = np.asarray(normal, float) / np.linalg.norm(normal)
-    d = np.zeros(layout.OUT_SIZE)
+    d = np.zeros(layout.CONTACT_SIZE)
     d[layout.OUT_PI:layout.OUT_PI + 3] = [0.1, 0.2, 0.3]
     d[layout.OUT_PJ:layout.OUT_PJ + 3] = np.array([0.1, 0.2, 0.3]) + depth * n
     d[layout.OUT_N:layout.OUT_N + 3] = n
     d[layout.OUT_NI:layout.OUT_NI + 3] = -n
     d[layout.OUT_DEPTH] = depth
-    return Contact(ContactStatus.CONVERGED, 1, np.zeros(4), d)
+    return Contact(ContactStatus.CONVERGED, 1, d)
 
 
 @pytest.mark.parametrize("name", list(DAMPING))

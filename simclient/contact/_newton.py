@@ -9,14 +9,20 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from enum import IntEnum
+from typing import Any, cast
 
+import numba as nb
 import numpy as np
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
-from simclient.geometry import OUTSIDE_TABLE, OUTSIDE_WINDOW, evaluate, jit, locate
+from simclient.geometry import OUTSIDE_TABLE, OUTSIDE_WINDOW, evaluate, inline, jit, locate
 from simclient.geometry import layout as L
+from surfacestore.format import NFIELDS
 
-__all__ = ["ContactStatus", "solve_contact", "solve_contacts"]
+__all__ = ["ContactStatus", "solve_contact", "solve_contacts", "solve_warm"]
 
 
 class ContactStatus(IntEnum):
@@ -59,22 +65,23 @@ def pair_windows(ints: np.ndarray, flts: np.ndarray) -> tuple[np.ndarray, np.nda
             ints[L.PAIR_IP_J:L.PAIR_IP_J + L.IP_SIZE], flts[L.PAIR_FP_J:L.PAIR_FP_J + L.FP_SIZE])
 
 
-@jit
+@inline
 def outside_quiet(ints: np.ndarray, flts: np.ndarray, x: np.ndarray) -> bool:
     """The thesis' update rule, fast path: with the check on, is a guess outside its window's
     quiet records (then the rule must run before solving)?"""
     if not ints[L.PAIR_CHECK]:
         return False
-    qi, qj = flts[L.PAIR_QUIET_I:L.PAIR_QUIET_I + 4], flts[L.PAIR_QUIET_J:L.PAIR_QUIET_J + 4]
-    return not (qi[0] <= x[0] < qi[2] and qi[1] <= x[1] < qi[3] and qj[0] <= x[2] < qj[2] and qj[1] <= x[3] < qj[3])
+    i, j = L.PAIR_QUIET_I, L.PAIR_QUIET_J
+    return not (flts[i] <= x[0] < flts[i + 2] and flts[i + 1] <= x[1] < flts[i + 3] and flts[j] <= x[2] < flts[j + 2]
+                and flts[j + 1] <= x[3] < flts[j + 3])
 
 
-@jit
-def iterate_left(ip_i: np.ndarray, fp_i: np.ndarray, ip_j: np.ndarray, fp_j: np.ndarray, x: np.ndarray) -> int:
-    """The status of an iterate ``x = (u_i, v_i, u_j, v_j)`` outside a table or a window
+@inline
+def iterate_left(ints: np.ndarray, flts: np.ndarray, u_i: float, v_i: float, u_j: float, v_j: float) -> int:
+    """The status of an iterate ``(u_i, v_i, u_j, v_j)`` outside a table or a window of the pair
     (tables first: no window can hold it), or -1 while it lies inside both windows."""
-    wi = locate(ip_i, fp_i, x[0], x[1])
-    wj = locate(ip_j, fp_j, x[2], x[3])
+    wi = locate(ints, flts, u_i, v_i, L.PAIR_IP_I, L.PAIR_FP_I)
+    wj = locate(ints, flts, u_j, v_j, L.PAIR_IP_J, L.PAIR_FP_J)
     if wi == OUTSIDE_TABLE:
         return LEFT_TABLE_I
     if wj == OUTSIDE_TABLE:
@@ -86,102 +93,124 @@ def iterate_left(ip_i: np.ndarray, fp_i: np.ndarray, ip_j: np.ndarray, fp_j: np.
     return -1
 
 
-@jit
+# The solve's scratch space (``work``), by offset: the kernels below pass ``work`` whole with
+# offsets, never a view of it (every view costs two atomic reference-count updates, and in a solve
+# of about a microsecond those were half of the time).
+_GI = L.OUT_SIZE + L.EV_SIZE  # both surfaces' evaluations in the global frame
+_GJ = _GI + L.EV_SIZE
+_F = _GJ + L.EV_SIZE  # the conditions at x
+_FN = _F + 4  # ... at the trial point
+_J = _FN + 4  # their Jacobian, row-major
+_DX = _J + 16  # the Newton step
+_XN = _DX + 4  # the trial point
+_MJ = _XN + 4  # m_j = T_uj x T_vj
+_MU = _MJ + 3  # its derivatives along u_j (two terms) ...
+_MV = _MU + 6  # ... and v_j
+_EVI, _EVJ, _KEY = L.PAIR_EV_I, L.PAIR_EV_J, L.PAIR_KEY  # the surfaces' evaluations (own frames), their key
+assert _MV + 6 <= L.PAIR_EV_I
+
+
+@inline
 def _rot(R: np.ndarray, x: np.ndarray, o: int, out: np.ndarray, p: int) -> None:
     for r in range(3):
         out[p + r] = R[r, 0] * x[o] + R[r, 1] * x[o + 1] + R[r, 2] * x[o + 2]
 
 
-@jit
-def _global(ev: np.ndarray, R: np.ndarray, c: np.ndarray, g: np.ndarray) -> None:
-    """Rotate every vector of ``ev`` into the global frame; translate the position."""
+@inline
+def _global(w: np.ndarray, ev: int, R: np.ndarray, c: np.ndarray, g: int) -> None:
+    """Rotate every vector of the evaluation at ``w[ev:]`` into the global frame at ``w[g:]``;
+    translate the position."""
     for o in range(0, L.EV_SIZE, 3):
-        _rot(R, ev, o, g, o)
+        _rot(R, w, ev + o, w, g + o)
     for r in range(3):
-        g[L.EV_S + r] += c[r]
+        w[g + L.EV_S + r] += c[r]
 
 
-@jit
+@inline
 def _dot(a: np.ndarray, o: int, b: np.ndarray, p: int) -> float:
     return a[o] * b[p] + a[o + 1] * b[p + 1] + a[o + 2] * b[p + 2]
 
 
-@jit
-def _solve4(J: np.ndarray, F: np.ndarray, x: np.ndarray) -> bool:
-    """Solve J x = F (4 x 4) by Gaussian elimination with partial pivoting, in place (J and F are
-    overwritten: no allocation in the hot path); False if singular."""
-    A = J
-    b = F
+@inline
+def _solve4(w: np.ndarray, A: int, b: int, x: int) -> bool:
+    """Solve A x = b (4 x 4, all in ``w`` at these offsets, A row-major) by Gaussian elimination
+    with partial pivoting, in place (A and b are overwritten); False if singular."""
     scale = 0.0
-    for r in range(4):
-        for c in range(4):
-            scale = max(scale, abs(A[r, c]))
+    for k in range(16):
+        scale = max(scale, abs(w[A + k]))
     if scale == 0.0:
         return False
     for col in range(4):
         piv = col
         for r in range(col + 1, 4):
-            if abs(A[r, col]) > abs(A[piv, col]):
+            if abs(w[A + 4 * r + col]) > abs(w[A + 4 * piv + col]):
                 piv = r
-        if abs(A[piv, col]) <= 1e-13 * scale:
+        if abs(w[A + 4 * piv + col]) <= 1e-13 * scale:
             return False
         if piv != col:
             for c in range(4):
-                A[col, c], A[piv, c] = A[piv, c], A[col, c]
-            b[col], b[piv] = b[piv], b[col]
+                w[A + 4 * col + c], w[A + 4 * piv + c] = w[A + 4 * piv + c], w[A + 4 * col + c]
+            w[b + col], w[b + piv] = w[b + piv], w[b + col]
         for r in range(col + 1, 4):
-            f = A[r, col] / A[col, col]
+            f = w[A + 4 * r + col] / w[A + 4 * col + col]
             for c in range(col, 4):
-                A[r, c] -= f * A[col, c]
-            b[r] -= f * b[col]
+                w[A + 4 * r + c] -= f * w[A + 4 * col + c]
+            w[b + r] -= f * w[b + col]
     for r in range(3, -1, -1):
-        acc = b[r]
+        acc = w[b + r]
         for c in range(r + 1, 4):
-            acc -= A[r, c] * x[c]
-        x[r] = acc / A[r, r]
+            acc -= w[A + 4 * r + c] * w[x + c]
+        w[x + r] = acc / w[A + 4 * r + r]
     return True
 
 
-@jit
+@inline
 def _cross(a: np.ndarray, o: int, b: np.ndarray, p: int, out: np.ndarray, q: int) -> None:
     out[q] = a[o + 1] * b[p + 2] - a[o + 2] * b[p + 1]
     out[q + 1] = a[o + 2] * b[p] - a[o] * b[p + 2]
     out[q + 2] = a[o] * b[p + 1] - a[o + 1] * b[p]
 
 
-@jit
-def _surfaces(buf_i: np.ndarray, ip_i: np.ndarray, fp_i: np.ndarray, buf_j: np.ndarray, ip_j: np.ndarray,
-              fp_j: np.ndarray, x: np.ndarray, mode: int, evi: np.ndarray, evj: np.ndarray, key: np.ndarray) -> None:
-    """Both surfaces at ``x`` in their own frames into ``evi``, ``evj``, unless they hold them
-    already (``key``: the parameters and both windows' placements they were taken at). A warm
-    start is where the last solve ended, so its evaluations do not depend on the new poses."""
-    if (key[0] == x[0] and key[1] == x[1] and key[2] == x[2] and key[3] == x[3] and key[4] == ip_i[L.IP_I_LO]
-            and key[5] == ip_i[L.IP_J_LO] and key[6] == ip_j[L.IP_I_LO] and key[7] == ip_j[L.IP_J_LO]):
+@inline
+def _surfaces(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: np.ndarray, mode: int, w: np.ndarray,
+              u_i: float, v_i: float, u_j: float, v_j: float) -> None:
+    """Both surfaces at ``(u_i, v_i, u_j, v_j)`` in their own frames into ``w`` at ``_EVI``,
+    ``_EVJ``, unless they hold them already (the key at ``_KEY``: the parameters and both windows'
+    placements they were taken at). A warm start is where the last solve ended, so its evaluations
+    do not depend on the new poses."""
+    a, b = L.PAIR_IP_I, L.PAIR_IP_J
+    if (w[_KEY] == u_i and w[_KEY + 1] == v_i and w[_KEY + 2] == u_j and w[_KEY + 3] == v_j
+            and w[_KEY + 4] == ints[a + L.IP_I_LO] and w[_KEY + 5] == ints[a + L.IP_J_LO]
+            and w[_KEY + 6] == ints[b + L.IP_I_LO] and w[_KEY + 7] == ints[b + L.IP_J_LO]):
         return
-    evaluate(buf_i, ip_i, fp_i, x[0], x[1], mode, evi)
-    evaluate(buf_j, ip_j, fp_j, x[2], x[3], mode, evj)
-    key[0], key[1], key[2], key[3] = x[0], x[1], x[2], x[3]
-    key[4], key[5], key[6], key[7] = ip_i[L.IP_I_LO], ip_i[L.IP_J_LO], ip_j[L.IP_I_LO], ip_j[L.IP_J_LO]
+    evaluate(buf_i, ints, flts, u_i, v_i, mode, w, a, L.PAIR_FP_I, _EVI)
+    evaluate(buf_j, ints, flts, u_j, v_j, mode, w, b, L.PAIR_FP_J, _EVJ)
+    w[_KEY], w[_KEY + 1], w[_KEY + 2], w[_KEY + 3] = u_i, v_i, u_j, v_j
+    w[_KEY + 4], w[_KEY + 5] = ints[a + L.IP_I_LO], ints[a + L.IP_J_LO]
+    w[_KEY + 6], w[_KEY + 7] = ints[b + L.IP_I_LO], ints[b + L.IP_J_LO]
 
 
-@jit
-def _residual(R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, fp_i: np.ndarray,
-              evi: np.ndarray, evj: np.ndarray, gi: np.ndarray, gj: np.ndarray, F: np.ndarray, m: np.ndarray) -> float:
-    """Both surfaces' evaluations in the global frame and the conditions F; return the merit."""
-    _global(evi, R_i, c_i, gi)
-    _global(evj, R_j, c_j, gj)
-    _cross(gj, L.EV_TU, gj, L.EV_TV, m, 0)  # m_j = T_uj x T_vj, along the normal of j
-    d0, d1, d2 = gj[L.EV_S] - gi[L.EV_S], gj[L.EV_S + 1] - gi[L.EV_S + 1], gj[L.EV_S + 2] - gi[L.EV_S + 2]
-    F[0] = _dot(m, 0, gi, L.EV_TU)
-    F[1] = _dot(m, 0, gi, L.EV_TV)
-    F[2] = d0 * gj[L.EV_TU] + d1 * gj[L.EV_TU + 1] + d2 * gj[L.EV_TU + 2]
-    F[3] = d0 * gj[L.EV_TV] + d1 * gj[L.EV_TV + 1] + d2 * gj[L.EV_TV + 2]
+@inline
+def _residual(R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, flts: np.ndarray, w: np.ndarray,
+              F: int) -> float:
+    """Both surfaces' evaluations in the global frame and the conditions at ``w[F:F + 4]``;
+    return the merit."""
+    _global(w, _EVI, R_i, c_i, _GI)
+    _global(w, _EVJ, R_j, c_j, _GJ)
+    _cross(w, _GJ + L.EV_TU, w, _GJ + L.EV_TV, w, _MJ)  # m_j = T_uj x T_vj, along the normal of j
+    d0, d1, d2 = w[_GJ] - w[_GI], w[_GJ + 1] - w[_GI + 1], w[_GJ + 2] - w[_GI + 2]
+    tui, tvi, tuj, tvj = _GI + L.EV_TU, _GI + L.EV_TV, _GJ + L.EV_TU, _GJ + L.EV_TV
+    w[F] = _dot(w, _MJ, w, tui)
+    w[F + 1] = _dot(w, _MJ, w, tvi)
+    w[F + 2] = d0 * w[tuj] + d1 * w[tuj + 1] + d2 * w[tuj + 2]
+    w[F + 3] = d0 * w[tvj] + d1 * w[tvj + 1] + d2 * w[tvj + 2]
     # merit: rows 0-1 scaled to angles (rad), rows 2-3 to distances in grid cells of surface i,
     # so that surfaces with very different tangent lengths weigh alike
-    mm = _dot(m, 0, m, 0)
-    cell2 = fp_i[L.FP_DU] * fp_i[L.FP_DU] * _dot(gi, L.EV_TU, gi, L.EV_TU)
-    return (F[0] ** 2 / (mm * _dot(gi, L.EV_TU, gi, L.EV_TU)) + F[1] ** 2 / (mm * _dot(gi, L.EV_TV, gi, L.EV_TV))
-            + (F[2] ** 2 / _dot(gj, L.EV_TU, gj, L.EV_TU) + F[3] ** 2 / _dot(gj, L.EV_TV, gj, L.EV_TV)) / cell2)
+    mm = _dot(w, _MJ, w, _MJ)
+    du = flts[L.PAIR_FP_I + L.FP_DU]
+    cell2 = du * du * _dot(w, tui, w, tui)
+    return (w[F] ** 2 / (mm * _dot(w, tui, w, tui)) + w[F + 1] ** 2 / (mm * _dot(w, tvi, w, tvi))
+            + (w[F + 2] ** 2 / _dot(w, tuj, w, tuj) + w[F + 3] ** 2 / _dot(w, tvj, w, tvj)) / cell2)
 
 
 @jit
@@ -215,91 +244,78 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
     limited to ``max_step`` cells and halved (up to 6 times) while they make the merit
     ``sum (F_r / |T_r|)^2`` a hundred times worse.
 
-    ``work`` (float64[PAIR_WORK_SIZE]) is scratch space; on return its first ``OUT_SIZE`` values
+    ``work`` (float64[SOLVE_WORK_SIZE] at least) is scratch space; on return its first ``OUT_SIZE`` values
     hold ``P_i``, ``P_j``, ``n_j`` (global unit normal of surface j), the indentation
     ``(P_j - P_i) . n_j`` (positive when the surfaces overlap), ``|F|`` and ``n_i`` at the
     ``OUT_*`` offsets.
 
     Returns ``(status, iterations)``, status a :class:`ContactStatus` value.
     """
-    ip_i, fp_i, ip_j, fp_j = pair_windows(ints, flts)
+    w = work
     mode, max_iter = ints[L.PAIR_MODE], ints[L.PAIR_MAX_ITER]
     tol, max_step = flts[L.PAIR_TOL], flts[L.PAIR_MAX_STEP]
     if outside_quiet(ints, flts, x):
         return NEEDS_UPDATE, 0
-    out = work[0:L.OUT_SIZE]
-    o = L.OUT_SIZE
-    gi = work[o + L.EV_SIZE:o + 2 * L.EV_SIZE]
-    gj = work[o + 2 * L.EV_SIZE:o + 3 * L.EV_SIZE]
-    o += 3 * L.EV_SIZE
-    F = work[o:o + 4]
-    Fn = work[o + 4:o + 8]
-    J = work[o + 8:o + 24].reshape(4, 4)
-    dx = work[o + 24:o + 28]
-    xn = work[o + 28:o + 32]
-    mj = work[o + 32:o + 35]
-    mu = work[o + 35:o + 41]
-    mv = work[o + 41:o + 47]
-    evi, evj = work[L.PAIR_EV_I:L.PAIR_EV_I + L.EV_SIZE], work[L.PAIR_EV_J:L.PAIR_EV_J + L.EV_SIZE]
-    key = work[L.PAIR_KEY:L.PAIR_KEY + L.PAIR_KEY_SIZE]
-    h0, h1, h2, h3 = fp_i[L.FP_DU], fp_i[L.FP_DV], fp_j[L.FP_DU], fp_j[L.FP_DV]
+    h0, h1 = flts[L.PAIR_FP_I + L.FP_DU], flts[L.PAIR_FP_I + L.FP_DV]
+    h2, h3 = flts[L.PAIR_FP_J + L.FP_DU], flts[L.PAIR_FP_J + L.FP_DV]
+    gi, gj = _GI, _GJ
     status = NOT_CONVERGED
     it = 0
-    _surfaces(buf_i, ip_i, fp_i, buf_j, ip_j, fp_j, x, mode, evi, evj, key)
-    f2 = _residual(R_i, c_i, R_j, c_j, fp_i, evi, evj, gi, gj, F, mj)
+    _surfaces(buf_i, buf_j, ints, flts, mode, w, x[0], x[1], x[2], x[3])
+    f2 = _residual(R_i, c_i, R_j, c_j, flts, w, _F)
     while it < max_iter:
         it += 1
-        d0, d1, d2 = gj[L.EV_S] - gi[L.EV_S], gj[L.EV_S + 1] - gi[L.EV_S + 1], gj[L.EV_S + 2] - gi[L.EV_S + 2]
+        d0, d1, d2 = w[gj] - w[gi], w[gj + 1] - w[gi + 1], w[gj + 2] - w[gi + 2]
         # rows 0-1: m_j . T_ui, m_j . T_vi with m_j = T_uj x T_vj; columns u_i, v_i, u_j, v_j
-        _cross(gj, L.EV_TUU, gj, L.EV_TV, mu, 0)  # dm/du_j = T_uj,u x T_vj + T_uj x T_vj,u
-        _cross(gj, L.EV_TU, gj, L.EV_TVU, mu, 3)
-        _cross(gj, L.EV_TUV, gj, L.EV_TV, mv, 0)  # dm/dv_j = T_uj,v x T_vj + T_uj x T_vj,v
-        _cross(gj, L.EV_TU, gj, L.EV_TVV, mv, 3)
+        _cross(w, gj + L.EV_TUU, w, gj + L.EV_TV, w, _MU)  # dm/du_j = T_uj,u x T_vj + T_uj x T_vj,u
+        _cross(w, gj + L.EV_TU, w, gj + L.EV_TVU, w, _MU + 3)
+        _cross(w, gj + L.EV_TUV, w, gj + L.EV_TV, w, _MV)  # dm/dv_j = T_uj,v x T_vj + T_uj x T_vj,v
+        _cross(w, gj + L.EV_TU, w, gj + L.EV_TVV, w, _MV + 3)
         for k in range(3):
-            mu[k] += mu[3 + k]
-            mv[k] += mv[3 + k]
+            w[_MU + k] += w[_MU + 3 + k]
+            w[_MV + k] += w[_MV + 3 + k]
         for r in range(2):
-            t = L.EV_TU if r == 0 else L.EV_TV  # T_ui or T_vi
-            J[r, 0] = _dot(mj, 0, gi, L.EV_TUU if r == 0 else L.EV_TVU)
-            J[r, 1] = _dot(mj, 0, gi, L.EV_TUV if r == 0 else L.EV_TVV)
-            J[r, 2] = _dot(mu, 0, gi, t)
-            J[r, 3] = _dot(mv, 0, gi, t)
+            t = gi + (L.EV_TU if r == 0 else L.EV_TV)  # T_ui or T_vi
+            w[_J + 4 * r] = _dot(w, _MJ, w, gi + (L.EV_TUU if r == 0 else L.EV_TVU))
+            w[_J + 4 * r + 1] = _dot(w, _MJ, w, gi + (L.EV_TUV if r == 0 else L.EV_TVV))
+            w[_J + 4 * r + 2] = _dot(w, _MU, w, t)
+            w[_J + 4 * r + 3] = _dot(w, _MV, w, t)
         # rows 2-3: d . T_uj, d . T_vj with d = P_j - P_i
         for r in range(2, 4):
-            t = L.EV_TU if r == 2 else L.EV_TV
-            J[r, 0] = -_dot(gi, L.EV_SU, gj, t)
-            J[r, 1] = -_dot(gi, L.EV_SV, gj, t)
-            du_o = L.EV_TUU if r == 2 else L.EV_TVU
-            dv_o = L.EV_TUV if r == 2 else L.EV_TVV
-            J[r, 2] = _dot(gj, L.EV_SU, gj, t) + d0 * gj[du_o] + d1 * gj[du_o + 1] + d2 * gj[du_o + 2]
-            J[r, 3] = _dot(gj, L.EV_SV, gj, t) + d0 * gj[dv_o] + d1 * gj[dv_o + 1] + d2 * gj[dv_o + 2]
+            t = gj + (L.EV_TU if r == 2 else L.EV_TV)
+            du_o = gj + (L.EV_TUU if r == 2 else L.EV_TVU)
+            dv_o = gj + (L.EV_TUV if r == 2 else L.EV_TVV)
+            w[_J + 4 * r] = -_dot(w, gi + L.EV_SU, w, t)
+            w[_J + 4 * r + 1] = -_dot(w, gi + L.EV_SV, w, t)
+            w[_J + 4 * r + 2] = _dot(w, gj + L.EV_SU, w, t) + d0 * w[du_o] + d1 * w[du_o + 1] + d2 * w[du_o + 2]
+            w[_J + 4 * r + 3] = _dot(w, gj + L.EV_SV, w, t) + d0 * w[dv_o] + d1 * w[dv_o + 1] + d2 * w[dv_o + 2]
         for r in range(4):
-            F[r] = -F[r]
-        if not _solve4(J, F, dx):
+            w[_F + r] = -w[_F + r]
+        if not _solve4(w, _J, _F, _DX):
             status = SINGULAR
             break
         # limit the step to max_step cells
-        m = max(abs(dx[0]) / h0, abs(dx[1]) / h1, abs(dx[2]) / h2, abs(dx[3]) / h3)
+        m = max(abs(w[_DX]) / h0, abs(w[_DX + 1]) / h1, abs(w[_DX + 2]) / h2, abs(w[_DX + 3]) / h3)
         if m > max_step:
             for r in range(4):
-                dx[r] *= max_step / m
+                w[_DX + r] *= max_step / m
             m = max_step
         lam = 1.0
         for _ in range(7):
             for r in range(4):
-                xn[r] = x[r] + lam * dx[r]
-            _surfaces(buf_i, ip_i, fp_i, buf_j, ip_j, fp_j, xn, mode, evi, evj, key)
-            fn2 = _residual(R_i, c_i, R_j, c_j, fp_i, evi, evj, gi, gj, Fn, mj)
+                w[_XN + r] = x[r] + lam * w[_DX + r]
+            _surfaces(buf_i, buf_j, ints, flts, mode, w, w[_XN], w[_XN + 1], w[_XN + 2], w[_XN + 3])
+            fn2 = _residual(R_i, c_i, R_j, c_j, flts, w, _FN)
             # Newton steps may raise the merit for a while before converging fast: only a step
             # that makes it a hundred times worse is shortened (the trust region bounds the rest)
             if fn2 <= 100.0 * f2 or lam * m < tol:
                 break
             lam *= 0.5
         for r in range(4):
-            x[r] = xn[r]
-            F[r] = Fn[r]
+            x[r] = w[_XN + r]
+            w[_F + r] = w[_FN + r]
         f2 = fn2
-        left = iterate_left(ip_i, fp_i, ip_j, fp_j, x)
+        left = iterate_left(ints, flts, x[0], x[1], x[2], x[3])
         if left >= 0:
             status = left
             break
@@ -307,27 +323,93 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
             status = CONVERGED
             break
     for r in range(3):
-        out[L.OUT_PI + r] = gi[L.EV_S + r]
-        out[L.OUT_PJ + r] = gj[L.EV_S + r]
-        out[L.OUT_N + r] = gj[L.EV_N + r]
-        out[L.OUT_NI + r] = gi[L.EV_N + r]
-    out[L.OUT_DEPTH] = ((gj[L.EV_S] - gi[L.EV_S]) * gj[L.EV_N] + (gj[L.EV_S + 1] - gi[L.EV_S + 1]) * gj[L.EV_N + 1]
-                      + (gj[L.EV_S + 2] - gi[L.EV_S + 2]) * gj[L.EV_N + 2])
-    out[L.OUT_RESIDUAL] = math.sqrt(f2)
-    if status == CONVERGED and _dot(gi, L.EV_N, gj, L.EV_N) > 0.0:
+        w[L.OUT_PI + r] = w[gi + L.EV_S + r]
+        w[L.OUT_PJ + r] = w[gj + L.EV_S + r]
+        w[L.OUT_N + r] = w[gj + L.EV_N + r]
+        w[L.OUT_NI + r] = w[gi + L.EV_N + r]
+    w[L.OUT_DEPTH] = ((w[gj] - w[gi]) * w[gj + L.EV_N] + (w[gj + 1] - w[gi + 1]) * w[gj + L.EV_N + 1]
+                      + (w[gj + 2] - w[gi + 2]) * w[gj + L.EV_N + 2])
+    w[L.OUT_RESIDUAL] = math.sqrt(f2)
+    if status == CONVERGED and _dot(w, gi + L.EV_N, w, gj + L.EV_N) > 0.0:
         status = NORMALS_ALIGNED  # a wrong-way normal: the surfaces cannot touch here
+    return status, it
+
+
+@intrinsic
+def _as_void_pointer(typingctx, address):
+    """An integer address as a ``void *`` (for :func:`numba.carray`)."""
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], cgutils.voidptr_t)
+    return types.voidptr(address), codegen
+
+
+_void_pointer = cast("Callable[[int], Any]", _as_void_pointer)  # (its signature inside compiled code)
+
+
+@inline
+def pair_arrays(pair: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A pair's arrays (both windows' buffers, ``ints``, ``work``) from the address of its ``ints``,
+    which holds the others' addresses: the fast path's call passes one integer instead of four
+    arrays (numba wraps every array argument in a new reference-counted record, a fifth of a warm
+    evaluation). The pair owns the arrays and keeps them alive; they are C-contiguous, of the
+    layout's sizes and never reallocated."""
+    ints = nb.carray(_void_pointer(pair), L.PAIR_INTS_SIZE, np.int64)
+    shape_i = (ints[L.PAIR_IP_I + L.IP_BU], ints[L.PAIR_IP_I + L.IP_BV], NFIELDS)
+    shape_j = (ints[L.PAIR_IP_J + L.IP_BU], ints[L.PAIR_IP_J + L.IP_BV], NFIELDS)
+    return (nb.carray(_void_pointer(ints[L.PAIR_BUFFER_I]), shape_i, np.float64),
+            nb.carray(_void_pointer(ints[L.PAIR_BUFFER_J]), shape_j, np.float64), ints,
+            nb.carray(_void_pointer(ints[L.PAIR_WORK]), L.PAIR_WORK_SIZE, np.float64))
+
+
+@inline
+def warm_start(ints: np.ndarray, work: np.ndarray, data: np.ndarray, check: bool) -> tuple[bool, np.ndarray, np.ndarray]:
+    """A warm-started solve's set-up (:func:`solve_warm`): the pair's warm start copied into the
+    contact's parameters ``x`` (a view of ``data``), the check flag set; ``(started, x, flts)``,
+    ``started`` False where the pair has no warm start yet (NaN)."""
+    ints[L.PAIR_CHECK] = check
+    x = data[L.CONTACT_X:L.CONTACT_X + 4]
+    x[:] = work[L.PAIR_X:L.PAIR_X + 4]
+    return not math.isnan(x[0]), x, work[L.PAIR_FLTS:L.PAIR_FLTS + L.PAIR_FLTS_SIZE]
+
+
+@inline
+def warm_end(ints: np.ndarray, work: np.ndarray, data: np.ndarray, x: np.ndarray, status: int, it: int) -> None:
+    """A warm-started solve's end: the output into ``data``, the counters, and a converged ``x``
+    as the next warm start."""
+    data[:L.OUT_SIZE] = work[:L.OUT_SIZE]
+    ints[L.PAIR_EVALUATIONS] += 1
+    ints[L.PAIR_ITERATIONS] += it
+    if status == CONVERGED:
+        work[L.PAIR_X:L.PAIR_X + 4] = x
+
+
+@jit
+def solve_warm(pair: int, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, data: np.ndarray,
+               check: bool) -> tuple[int, int]:
+    """:func:`solve_contact` from the pair's warm start, a contact evaluation in one compiled call
+    (the fast path of :meth:`ContactPair.detect`): the pair's state is its ``ints`` and ``work``
+    (its scratch space, warm start and ``flts``, see :mod:`simclient.geometry.layout`), passed as
+    the address of ``ints`` (:func:`pair_arrays`); the contact's data (``CONTACT_SIZE`` values: the
+    output and the solution) go into ``data``. Without a warm start (NaN) returns ``NOT_CONVERGED``
+    and 0 iterations at once."""
+    buf_i_, buf_j_, ints_, work_ = pair_arrays(pair)
+    started, x, flts = warm_start(ints_, work_, data, check)
+    if not started:
+        return NOT_CONVERGED, 0
+    status, it = solve_contact(buf_i_, buf_j_, ints_, flts, R_i, c_i, R_j, c_j, x, work_)
+    warm_end(ints_, work_, data, x, status, it)
     return status, it
 
 
 @jit
 def solve_contacts(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: np.ndarray, R_i: np.ndarray,
                    c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, x: np.ndarray, work: np.ndarray, first: int,
-                   status: np.ndarray, params: np.ndarray, out: np.ndarray) -> int:
+                   status: np.ndarray, data: np.ndarray) -> int:
     """:func:`solve_contact` along a sequence of poses ``(R_i[k], c_i[k], R_j[k], c_j[k])`` from
-    ``first`` on, each warm-started from the last converged solution ``x``: statuses, parameters and
-    outputs (``OUT_SIZE`` values) into ``status``, ``params``, ``out`` row k. Returns the number of
-    poses, or the index of the first pose that needs the caller (a window to move, a solve that
-    did not converge from its warm start: :meth:`ContactPair.detect` decides)."""
+    ``first`` on, each warm-started from the last converged solution ``x``: statuses and the
+    contacts' data (``CONTACT_SIZE`` values: output and solution) into ``status`` and ``data`` row
+    k. Returns the number of poses, or the index of the first pose that needs the caller (a window
+    to move, a solve that did not converge from its warm start: :meth:`ContactPair.detect` decides)."""
     xk = np.empty(4)
     for k in range(first, len(c_i)):
         xk[:] = x
@@ -335,7 +417,7 @@ def solve_contacts(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts:
         if code != CONVERGED:
             return k
         status[k] = code
-        params[k] = xk
-        out[k] = work[:L.OUT_SIZE]
+        data[k, :L.OUT_SIZE] = work[:L.OUT_SIZE]
+        data[k, L.CONTACT_X:L.CONTACT_X + 4] = xk
         x[:] = xk
     return len(c_i)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
-from simclient.contact._newton import ContactStatus, solve_contact, solve_contacts
+from simclient.contact._newton import ContactStatus, solve_contact, solve_contacts, solve_warm
 from simclient.errors import ContactError, ParameterError
 from simclient.geometry import StorageWindow
 from simclient.geometry import layout as L
@@ -29,7 +29,10 @@ _STATUSES = tuple(ContactStatus)  # a tuple lookup is ten times cheaper than Con
 _CONVERGED, _NOT_CONVERGED, _NEEDS_UPDATE, _LEFT_I, _LEFT_J = (
     int(s) for s in (ContactStatus.CONVERGED, ContactStatus.NOT_CONVERGED, ContactStatus.NEEDS_UPDATE,
                      ContactStatus.LEFT_WINDOW_I, ContactStatus.LEFT_WINDOW_J))
-_CHECK, _OUT_SIZE = L.PAIR_CHECK, L.OUT_SIZE
+_CONVERGED_STATUS = ContactStatus.CONVERGED
+_CHECK, _X, _CONTACT_SIZE = L.PAIR_CHECK, L.CONTACT_X, L.CONTACT_SIZE
+_EVALUATIONS, _ITERATIONS = L.PAIR_EVALUATIONS, L.PAIR_ITERATIONS
+_empty = np.empty
 
 
 def _vector(offset: int, doc: str) -> property:
@@ -44,18 +47,19 @@ class Contact:
     (``left window i/j`` is reported by probes, which leave the windows in place).
     ``params`` = ``(u_i, v_i, u_j, v_j)``; ``point_i``, ``point_j`` (m); ``normal`` (unit, outward
     of surface j); ``indentation`` (m, positive when overlapping); ``residual`` (|F|, m^2 per unit
-    parameter); ``normal_i`` (unit outward normal of surface i at ``point_i``).
+    parameter); ``normal_i`` (unit outward normal of surface i at ``point_i``). ``data`` holds them
+    as :mod:`simclient.geometry.layout` lays out a contact (``CONTACT_SIZE`` values, owned).
     """
 
-    __slots__ = ("status", "iterations", "_x", "_d")
+    __slots__ = ("status", "iterations", "_d")
 
-    def __init__(self, status: ContactStatus, iterations: int, params: np.ndarray, data: np.ndarray) -> None:
-        self.status, self.iterations, self._x, self._d = status, iterations, params, data
+    def __init__(self, status: ContactStatus, iterations: int, data: np.ndarray) -> None:
+        self.status, self.iterations, self._d = status, iterations, data
 
     @property
     def params(self) -> np.ndarray:
-        """``(u_i, v_i, u_j, v_j)`` (a copy: the pair's warm start may share the array)."""
-        return self._x.copy()
+        """``(u_i, v_i, u_j, v_j)`` (a copy)."""
+        return self._d[_X:_X + 4].copy()
 
     point_i = _vector(L.OUT_PI, "The contact point on surface i (m, global).")
     point_j = _vector(L.OUT_PJ, "The contact point on surface j (m, global).")
@@ -91,9 +95,10 @@ class Contacts:
     ``point_j``, ``normal``, ``normal_i`` (n x 3, global, m) and ``indentation`` (n, m), with the
     conventions of :class:`Contact`; ``contacts[k]`` is the k-th as a :class:`Contact`."""
 
-    def __init__(self, status: np.ndarray, params: np.ndarray, data: np.ndarray) -> None:
-        self.status, self.params, self._d = status, params, data
+    def __init__(self, status: np.ndarray, data: np.ndarray) -> None:
+        self.status, self._d = status, data
 
+    params = property(lambda self: self._d[:, _X:_X + 4])
     point_i = property(lambda self: self._d[:, L.OUT_PI:L.OUT_PI + 3])
     point_j = property(lambda self: self._d[:, L.OUT_PJ:L.OUT_PJ + 3])
     normal = property(lambda self: self._d[:, L.OUT_N:L.OUT_N + 3])
@@ -108,7 +113,7 @@ class Contacts:
         return len(self.status)
 
     def __getitem__(self, k: int) -> Contact:
-        return Contact(_STATUSES[self.status[k]], 0, self.params[k].copy(), self._d[k].copy())
+        return Contact(_STATUSES[self.status[k]], 0, self._d[k].copy())
 
 
 class ContactPair:
@@ -116,10 +121,14 @@ class ContactPair:
 
     Both windows must use the same interpolation. ``tol`` is the Newton convergence tolerance in
     grid cells; ``max_step`` the largest Newton step in cells. ``kernel`` is the compiled solve (the
-    common normal of two surfaces here; of two profiles in :class:`simclient.contact.ProfilePair`).
+    common normal of two surfaces here; of two profiles in :class:`simclient.contact.ProfilePair`),
+    ``warm_kernel`` the same from the pair's warm start in one call (:meth:`detect`'s fast path).
+    ``evaluations`` and ``newton_iterations`` count the pair's contact evaluations and Newton
+    iterations.
     """
 
     kernel = staticmethod(solve_contact)
+    warm_kernel = staticmethod(solve_warm)
 
     def __init__(self, window_i: StorageWindow, window_j: StorageWindow, *, max_iter: int = 30,
                  tol: float = 1e-9, max_step: float = 4.0, coarse_points: int = 64) -> None:
@@ -129,18 +138,41 @@ class ContactPair:
         self.wi, self.wj = window_i, window_j
         self.max_iter, self.tol, self.max_step = max_iter, tol, max_step
         self.coarse_points = coarse_points
-        self.x: np.ndarray | None = None  # last converged (u_i, v_i, u_j, v_j)
-        self.work = np.full(L.PAIR_WORK_SIZE, np.nan)  # (NaN: the solve remembers nothing yet)
-        self._out = self.work[:L.OUT_SIZE]  # the solve's output
+        # the pair's state in two arrays, so that a warm-started evaluation is one cheap compiled call:
+        # the scratch space (NaN: the solve remembers nothing yet), the warm start (NaN: none) and flts
+        self.work = np.full(L.PAIR_WORK_SIZE, np.nan)
+        self.flts = self.work[L.PAIR_FLTS:L.PAIR_FLTS + L.PAIR_FLTS_SIZE]
         self.ints = np.zeros(L.PAIR_INTS_SIZE, dtype=np.int64)
         self.ints[[L.PAIR_MODE, L.PAIR_MAX_ITER, L.PAIR_CHECK]] = (window_i.mode, max_iter, 1)
-        self.flts = np.zeros(L.PAIR_FLTS_SIZE)
+        self.flts[:] = 0.0
         self.flts[L.PAIR_FP_I:L.PAIR_FP_I + L.FP_SIZE] = window_i.fp
         self.flts[L.PAIR_FP_J:L.PAIR_FP_J + L.FP_SIZE] = window_j.fp
         self.flts[[L.PAIR_TOL, L.PAIR_MAX_STEP]] = (tol, max_step)
-        self._versions = (-1, -1)
-        self.evaluations = 0
-        self.newton_iterations = 0
+        self._vi = self._vj = -1  # the windows' versions the kernel's parameters were copied at
+        # the fast path's call takes the pair's arrays by address (they live as long as the pair: a
+        # window keeps its buffer for life, the pair its ints and work)
+        self.ints[[L.PAIR_BUFFER_I, L.PAIR_BUFFER_J, L.PAIR_WORK]] = (window_i.buffer.ctypes.data,
+                                                                      window_j.buffer.ctypes.data, self.work.ctypes.data)
+        self._address = self.ints.ctypes.data
+        self._solve_warm = self.warm_kernel  # (an instance attribute: the cheapest look-up)
+
+    @property
+    def x(self) -> np.ndarray | None:
+        """The last converged ``(u_i, v_i, u_j, v_j)``, the next solve's warm start (a copy), or None."""
+        x = self.work[L.PAIR_X:L.PAIR_X + 4]
+        return None if np.isnan(x[0]) else x.copy()
+
+    @x.setter
+    def x(self, value: np.ndarray | None) -> None:
+        self.work[L.PAIR_X:L.PAIR_X + 4] = np.nan if value is None else value
+
+    @property
+    def evaluations(self) -> int:
+        return int(self.ints[_EVALUATIONS])
+
+    @property
+    def newton_iterations(self) -> int:
+        return int(self.ints[_ITERATIONS])
 
     def _sync(self) -> None:
         """Copy the windows' current placement into the kernel's parameters."""
@@ -149,7 +181,11 @@ class ContactPair:
         self.ints[L.PAIR_IP_J:L.PAIR_IP_J + L.IP_SIZE] = wj.ip
         self.flts[L.PAIR_QUIET_I:L.PAIR_QUIET_I + 4] = wi.quiet
         self.flts[L.PAIR_QUIET_J:L.PAIR_QUIET_J + 4] = wj.quiet
-        self._versions = (wi.version, wj.version)
+        self._vi, self._vj = wi.version, wj.version
+
+    def synced(self) -> bool:
+        """Whether the kernel's parameters hold the windows' current placement (else :meth:`_sync`)."""
+        return self.wi.version == self._vi and self.wj.version == self._vj
 
     def _coarse(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> tuple[np.ndarray, float]:
         """For every point of window i the nearest point of window j: the pair of largest
@@ -183,20 +219,36 @@ class ContactPair:
         are and an iterate leaving one ends the solve with status ``left window i``/``j`` (the
         warm start is kept). With ``strict``, a failure raises :class:`ContactError`.
         """
-        # the hot path of every integrator stage: plain integers, no enum arithmetic
-        wi, wj = self.wi, self.wj
-        if (wi.version, wj.version) != self._versions:
+        # the hot path of every integrator stage: one compiled call from the warm start, the
+        # general path only where it does not converge there (windows to move, a restart, failures)
+        data = _empty(_CONTACT_SIZE)
+        if self.wi.version == self._vi and self.wj.version == self._vj:  # (:meth:`synced`, inlined)
+            code, it = self._solve_warm(self._address, R_i, c_i, R_j, c_j, data, update_windows)
+            if code == _CONVERGED:
+                return Contact(_CONVERGED_STATUS, it, data)
+            if it == 0 and code == _NOT_CONVERGED:  # no warm start: not counted, nothing tried
+                code = -1
+        else:
             self._sync()
-        warm = self.x is not None
-        x = self.x.copy() if self.x is not None else self.coarse_guess(R_i, c_i, R_j, c_j)
-        self.evaluations += 1
-        ints = self.ints
-        ints[_CHECK] = 1 if update_windows else 0
-        it_total = 0
-        code = _NOT_CONVERGED
+            code, it = -1, 0
+        return self._solve(R_i, c_i, R_j, c_j, strict, update_windows, code, it, data)
+
+    def _solve(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, strict: bool,
+               update_windows: bool, code: int, it_total: int, data: np.ndarray) -> Contact:
+        """:meth:`detect`'s general path, after the warm-started solve's outcome ``code`` (its
+        parameters in ``data``), or from the start where ``code`` is -1."""
+        wi, wj, ints = self.wi, self.wj, self.ints
+        x = data[_X:_X + 4]
+        warm = not np.isnan(self.work[L.PAIR_X])
+        if code < 0:
+            x[:] = self.work[L.PAIR_X:L.PAIR_X + 4] if warm else self.coarse_guess(R_i, c_i, R_j, c_j)
+            ints[_EVALUATIONS] += 1
+            ints[_CHECK] = 1 if update_windows else 0
         for _ in range(8):
-            code, it = self.kernel(wi.buffer, wj.buffer, ints, self.flts, R_i, c_i, R_j, c_j, x, self.work)
-            it_total += it
+            if code < 0:
+                code, it = self.kernel(wi.buffer, wj.buffer, ints, self.flts, R_i, c_i, R_j, c_j, x, self.work)
+                it_total += it
+                ints[_ITERATIONS] += it
             if code == _CONVERGED:
                 break
             left = code == _LEFT_I or code == _LEFT_J
@@ -206,18 +258,20 @@ class ContactPair:
                 if wi.update(x[0], x[1]) | wj.update(x[2], x[3]):
                     self._sync()
                 ints[_CHECK] = 0
+                code = -1
                 continue
             if warm and not left:
                 # the warm start was too far (bodies moved a long way since, e.g. an integrator's
                 # trial step): restart once from a coarse search over the windows' points
                 warm = False
-                x = self.coarse_guess(R_i, c_i, R_j, c_j)
+                x[:] = self.coarse_guess(R_i, c_i, R_j, c_j)
+                code = -1
                 continue
             break
-        self.newton_iterations += it_total
+        data[:L.OUT_SIZE] = self.work[:L.OUT_SIZE]
         if code == _CONVERGED:
-            self.x = x  # replaced by the next solve, never written into: the contact shares it
-        contact = Contact(_STATUSES[code], it_total, x, self._out.copy())
+            self.work[L.PAIR_X:L.PAIR_X + 4] = x
+        contact = Contact(_STATUSES[code], it_total, data)
         if code != _CONVERGED and strict:
             raise ContactError(f"contact {wi.name} / {wj.name}: {contact.status} after {it_total} "
                                f"iterations at (u_i, v_i, u_j, v_j) = {x.tolist()}, |F| = {contact.residual:.3e}")
@@ -233,24 +287,23 @@ class ContactPair:
         n = max(len(a) if np.ndim(a) == nd else 1 for a, nd in ((R_i, 3), (c_i, 2), (R_j, 3), (c_j, 2)))
         Ri, Rj = (np.ascontiguousarray(np.broadcast_to(R, (n, 3, 3)), dtype=float) for R in (R_i, R_j))
         ci, cj = (np.ascontiguousarray(np.broadcast_to(c, (n, 3)), dtype=float) for c in (c_i, c_j))
-        status = np.zeros(n, dtype=np.int64)
-        params, out = np.zeros((n, 4)), np.zeros((n, L.OUT_SIZE))
+        status, data = np.zeros(n, dtype=np.int64), np.zeros((n, _CONTACT_SIZE))
         k = 0
         while k < n:
-            if self.x is not None:
-                if (self.wi.version, self.wj.version) != self._versions:
+            x = self.x
+            if x is not None:
+                if not self.synced():
                     self._sync()
-                self.ints[L.PAIR_CHECK] = 1 if update_windows else 0
-                x = self.x.copy()
+                self.ints[_CHECK] = 1 if update_windows else 0
                 done = solve_contacts(self.wi.buffer, self.wj.buffer, self.ints, self.flts, Ri, ci, Rj, cj, x,
-                                      self.work, k, status, params, out)
-                self.evaluations += done - k
+                                      self.work, k, status, data)
+                self.ints[_EVALUATIONS] += done - k
                 if done > k:
                     self.x = x
                 k = done
                 if k == n:
                     break
             c = self.detect(Ri[k], ci[k], Rj[k], cj[k], strict=strict, update_windows=update_windows)
-            status[k], params[k], out[k] = int(c.status), c.params, c._d
+            status[k], data[k] = int(c.status), c._d
             k += 1
-        return Contacts(status, params, out)
+        return Contacts(status, data)

@@ -25,7 +25,7 @@ import numpy as np
 
 from simclient.contact._newton import CONVERGED
 from simclient.contact._newton import NEEDS_UPDATE, NORMALS_ALIGNED, NOT_CONVERGED, SINGULAR, ContactStatus
-from simclient.contact._newton import iterate_left, outside_quiet, pair_windows
+from simclient.contact._newton import iterate_left, outside_quiet, pair_arrays, pair_windows, warm_end, warm_start
 from simclient.contact._point import Contact, ContactPair
 from simclient.errors import ParameterError
 from simclient.geometry import StorageWindow, evaluate, jit
@@ -112,7 +112,7 @@ def solve_profile_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray
         fn2 = f2
         for _ in range(7):
             x[0], x[2] = x0 + lam * s0, x2 + lam * s1
-            if iterate_left(ip_i, fp_i, ip_j, fp_j, x) >= 0:
+            if iterate_left(ints, flts, x[0], x[1], x[2], x[3]) >= 0:
                 break
             _curve(buf_i, ip_i, fp_i, x[0], x[1], mode, R_i, c_i, ev, gi)
             _curve(buf_j, ip_j, fp_j, x[2], x[3], mode, R_j, c_j, ev, gj)
@@ -122,7 +122,7 @@ def solve_profile_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray
             if fn2 < f2 or lam * m < tol:
                 break
             lam *= 0.5
-        left = iterate_left(ip_i, fp_i, ip_j, fp_j, x)
+        left = iterate_left(ints, flts, x[0], x[1], x[2], x[3])
         if left >= 0:
             status = left
             break
@@ -145,12 +145,26 @@ def solve_profile_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray
     return status, it
 
 
+@jit
+def solve_profile_warm(pair: int, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray,
+                       data: np.ndarray, check: bool) -> tuple[int, int]:
+    """:func:`solve_profile_contact` from the pair's warm start: as :func:`simclient.contact.solve_warm`."""
+    buf_i_, buf_j_, ints_, work_ = pair_arrays(pair)
+    started, x, flts = warm_start(ints_, work_, data, check)
+    if not started:
+        return NOT_CONVERGED, 0
+    status, it = solve_profile_contact(buf_i_, buf_j_, ints_, flts, R_i, c_i, R_j, c_j, x, work_)
+    warm_end(ints_, work_, data, x, status, it)
+    return status, it
+
+
 class ProfilePair(ContactPair):
     """Planar contact between two profile tables read by ``window_i`` and ``window_j`` at the
     extrusion coordinates ``v_i`` and ``v_j`` (m; default the middle of each table's v range).
     Poses are 3D embeddings of planar ones (see :func:`planar_pose`)."""
 
     kernel = staticmethod(solve_profile_contact)
+    warm_kernel = staticmethod(solve_profile_warm)
 
     def __init__(self, window_i: StorageWindow, window_j: StorageWindow, *, v_i: float | None = None,
                  v_j: float | None = None, max_iter: int = 60, tol: float = 1e-9, max_step: float = 100.0,
@@ -193,7 +207,7 @@ class CirclePair:
                strict: bool = False, update_windows: bool = True) -> Contact:
         self.evaluations += 1
         ri = self.R_i
-        d = np.zeros(L.OUT_SIZE)
+        d = np.zeros(L.CONTACT_SIZE)  # (its parameters: none, zero)
         if self.kind == "plane":
             n = R_j[:, 1].copy()
             h = float((c_i - c_j) @ n)  # height of the centre above the plane
@@ -211,4 +225,4 @@ class CirclePair:
         d[L.OUT_PI:L.OUT_PI + 3], d[L.OUT_PJ:L.OUT_PJ + 3] = pi, pj
         d[L.OUT_N:L.OUT_N + 3], d[L.OUT_NI:L.OUT_NI + 3] = n, -n
         d[L.OUT_DEPTH] = float((pj - pi) @ n)
-        return Contact(ContactStatus.CONVERGED, 0, np.zeros(4), d)
+        return Contact(ContactStatus.CONVERGED, 0, d)

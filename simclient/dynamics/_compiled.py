@@ -95,7 +95,7 @@ class _Kernel:
         self.ints = tuple(p.ints for p in self.pairs) or (np.zeros(L.PAIR_INTS_SIZE, dtype=np.int64),)
         self.flts = tuple(p.flts for p in self.pairs) or (np.zeros(L.PAIR_FLTS_SIZE),)
         self.xs = np.zeros((max(nc, 1), 4))
-        self.work = np.full((max(nc, 1), L.PAIR_WORK_SIZE), np.nan)
+        self.work = np.full((max(nc, 1), L.SOLVE_WORK_SIZE), np.nan)
         self.stage_y = np.zeros(len(system.initial_state()))
 
     def load(self) -> None:
@@ -108,7 +108,7 @@ class _Kernel:
             self.cflt[k, _CF_IMPACT] = c.impact_velocity
             if p.x is not None:  # (without one, the compiled solve hands the stage to Python)
                 self.xs[k] = p.x
-            if (p.wi.version, p.wj.version) != p._versions:
+            if not p.synced():
                 p._sync()
 
     def store(self) -> None:

@@ -14,6 +14,7 @@ from simclient.geometry._interpolation import (
     OUTSIDE_TABLE,
     OUTSIDE_WINDOW,
     evaluate,
+    inline,
     jit,
     locate,
 )
@@ -33,7 +34,7 @@ from simclient.geometry._poses import (
 )
 from simclient.geometry._window import INTERPOLATIONS, StorageWindow, SurfaceSample, record_of
 
-__all__ = ["StorageWindow", "SurfaceSample", "INTERPOLATIONS", "record_of", "evaluate", "locate", "jit", "BILINEAR",
+__all__ = ["StorageWindow", "SurfaceSample", "INTERPOLATIONS", "record_of", "evaluate", "locate", "jit", "inline", "BILINEAR",
            "HERMITE", "INSIDE", "OUTSIDE_WINDOW", "OUTSIDE_TABLE", "rotation_matrix", "rotation_into",
            "euler_from_axis_angle", "euler_from_matrix", "G_matrix", "L_matrix", "normalize_euler", "point_velocity",
            "surface_pose", "rx", "ry", "rz"]

@@ -22,13 +22,16 @@ import numpy as np
 
 from simclient.geometry import layout as L
 
-__all__ = ["BILINEAR", "HERMITE", "INSIDE", "OUTSIDE_WINDOW", "OUTSIDE_TABLE", "evaluate", "locate", "jit"]
+__all__ = ["BILINEAR", "HERMITE", "INSIDE", "OUTSIDE_WINDOW", "OUTSIDE_TABLE", "evaluate", "locate", "jit", "inline"]
 
 BILINEAR = 0
 HERMITE = 1
 
 #: how every kernel of the project is compiled: cached on disk, IEEE semantics, numpy's error model
 jit = nb.njit(cache=True, fastmath=False, error_model="numpy")
+#: the same, inlined into its callers by numba: for the small helpers of hot kernels (a compiled
+#: call passes every array as seven scalars)
+inline = nb.njit(cache=True, fastmath=False, error_model="numpy", inline="always")
 
 #: where a parameter point lies (:func:`locate`)
 INSIDE, OUTSIDE_WINDOW, OUTSIDE_TABLE = 0, 1, 2
@@ -78,14 +81,17 @@ def _hermite_basis(a: float) -> tuple[float, float, float, float, float, float, 
 
 @jit
 def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float, mode: int,
-             ev: np.ndarray) -> None:
-    """Interpolate the window at (u, v) into ``ev`` (see the module docstring)."""
-    Bu, Bv = ip[L.IP_BU], ip[L.IP_BV]
-    du, dv = fp[L.FP_DU], fp[L.FP_DV]
-    x = (u - fp[L.FP_U0]) / du
-    y = (v - fp[L.FP_V0]) / dv
-    i = _cell(x, ip[L.IP_I_LO], ip[L.IP_I_HI])
-    j = _cell(y, ip[L.IP_J_LO], ip[L.IP_J_HI])
+             ev: np.ndarray, io: int = 0, fo: int = 0, eo: int = 0) -> None:
+    """Interpolate the window at (u, v) into ``ev`` (see the module docstring). The window's
+    parameters may start at offsets ``io`` of ``ip`` and ``fo`` of ``fp``, the output at ``eo`` of
+    ``ev`` (hot kernels pass their packed arrays whole: a view costs reference counting)."""
+    Bu, Bv = ip[io + L.IP_BU], ip[io + L.IP_BV]
+    du, dv = fp[fo + L.FP_DU], fp[fo + L.FP_DV]
+    x = (u - fp[fo + L.FP_U0]) / du
+    y = (v - fp[fo + L.FP_V0]) / dv
+    i_lo, i_hi, j_lo, j_hi = ip[io + L.IP_I_LO], ip[io + L.IP_I_HI], ip[io + L.IP_J_LO], ip[io + L.IP_J_HI]
+    i = _cell(x, i_lo, i_hi)
+    j = _cell(y, j_lo, j_hi)
     a = x - i
     b = y - j
     i0, i1 = i % Bu, (i + 1) % Bu
@@ -97,21 +103,21 @@ def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float
         w11 = a * b
         for k in range(3):
             p00, p10, p01, p11 = buf[i0, j0, 2 + k], buf[i1, j0, 2 + k], buf[i0, j1, 2 + k], buf[i1, j1, 2 + k]
-            ev[L.EV_S + k] = w00 * p00 + w10 * p10 + w01 * p01 + w11 * p11
-            ev[L.EV_SU + k] = ((1 - b) * (p10 - p00) + b * (p11 - p01)) / du
-            ev[L.EV_SV + k] = ((1 - a) * (p01 - p00) + a * (p11 - p10)) / dv
+            ev[eo + L.EV_S + k] = w00 * p00 + w10 * p10 + w01 * p01 + w11 * p11
+            ev[eo + L.EV_SU + k] = ((1 - b) * (p10 - p00) + b * (p11 - p01)) / du
+            ev[eo + L.EV_SV + k] = ((1 - a) * (p01 - p00) + a * (p11 - p10)) / dv
             for f, o in ((8, L.EV_TU), (11, L.EV_TV), (5, L.EV_N)):  # table fields tu, tv, n
                 q00, q10, q01, q11 = buf[i0, j0, f + k], buf[i1, j0, f + k], buf[i0, j1, f + k], buf[i1, j1, f + k]
-                ev[o + k] = w00 * q00 + w10 * q10 + w01 * q01 + w11 * q11
+                ev[eo + o + k] = w00 * q00 + w10 * q10 + w01 * q01 + w11 * q11
                 if o == L.EV_TU:
-                    ev[L.EV_TUU + k] = ((1 - b) * (q10 - q00) + b * (q11 - q01)) / du
-                    ev[L.EV_TUV + k] = ((1 - a) * (q01 - q00) + a * (q11 - q10)) / dv
+                    ev[eo + L.EV_TUU + k] = ((1 - b) * (q10 - q00) + b * (q11 - q01)) / du
+                    ev[eo + L.EV_TUV + k] = ((1 - a) * (q01 - q00) + a * (q11 - q10)) / dv
                 elif o == L.EV_TV:
-                    ev[L.EV_TVU + k] = ((1 - b) * (q10 - q00) + b * (q11 - q01)) / du
-                    ev[L.EV_TVV + k] = ((1 - a) * (q01 - q00) + a * (q11 - q10)) / dv
-        nn = math.sqrt(ev[L.EV_N] ** 2 + ev[L.EV_N + 1] ** 2 + ev[L.EV_N + 2] ** 2)
+                    ev[eo + L.EV_TVU + k] = ((1 - b) * (q10 - q00) + b * (q11 - q01)) / du
+                    ev[eo + L.EV_TVV + k] = ((1 - a) * (q01 - q00) + a * (q11 - q10)) / dv
+        nn = math.sqrt(ev[eo + L.EV_N] ** 2 + ev[eo + L.EV_N + 1] ** 2 + ev[eo + L.EV_N + 2] ** 2)
         for k in range(3):
-            ev[L.EV_N + k] /= nn
+            ev[eo + L.EV_N + k] /= nn
         return
     # Bicubic Hermite. Basis on [0, 1]: value h0 (corner 0), h1 (corner 1); slope g0, g1.
     ha0, ha1, ga0, ga1, dha0, dha1, dga0, dga1, ddha0, ddha1, ddga0, ddga1 = _hermite_basis(a)
@@ -120,8 +126,8 @@ def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float
     # the mean of d(tu)/dv and d(tv)/du by central differences (one-sided at the window's edges),
     # from the 4 x 4 points around the cell (rows i-1 .. i+2 and columns j-1 .. j+2, kept inside
     # the window)
-    im, i2 = max(i - 1, ip[L.IP_I_LO]), min(i + 2, ip[L.IP_I_HI] - 1)
-    jm, j2 = max(j - 1, ip[L.IP_J_LO]), min(j + 2, ip[L.IP_J_HI] - 1)
+    im, i2 = max(i - 1, i_lo), min(i + 2, i_hi - 1)
+    jm, j2 = max(j - 1, j_lo), min(j + 2, j_hi - 1)
     imb, i2b, jmb, j2b = im % Bu, i2 % Bu, jm % Bv, j2 % Bv
     fu0, fu1 = 0.5 * du / (j + 1 - jm), 0.5 * du / (j2 - j)  # d(tu)/dv per grid step, times du dv / 2
     fv0, fv1 = 0.5 * dv / (i + 1 - im), 0.5 * dv / (i2 - i)
@@ -152,35 +158,35 @@ def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float
         saa = a00[3] + a10[3] + a01[3] + a11[3]
         sab = a00[4] + a10[4] + a01[4] + a11[4]
         sbb = a00[5] + a10[5] + a01[5] + a11[5]
-        ev[L.EV_S + k] = s_
-        ev[L.EV_SU + k] = sa / du
-        ev[L.EV_SV + k] = sb / dv
-        ev[L.EV_TU + k] = sa / du
-        ev[L.EV_TV + k] = sb / dv
-        ev[L.EV_TUU + k] = saa / (du * du)
-        ev[L.EV_TUV + k] = sab / (du * dv)
-        ev[L.EV_TVU + k] = sab / (du * dv)
-        ev[L.EV_TVV + k] = sbb / (dv * dv)
+        ev[eo + L.EV_S + k] = s_
+        ev[eo + L.EV_SU + k] = sa / du
+        ev[eo + L.EV_SV + k] = sb / dv
+        ev[eo + L.EV_TU + k] = sa / du
+        ev[eo + L.EV_TV + k] = sb / dv
+        ev[eo + L.EV_TUU + k] = saa / (du * du)
+        ev[eo + L.EV_TUV + k] = sab / (du * dv)
+        ev[eo + L.EV_TVU + k] = sab / (du * dv)
+        ev[eo + L.EV_TVV + k] = sbb / (dv * dv)
     su, sv = L.EV_SU, L.EV_SV
-    nx = ev[su + 1] * ev[sv + 2] - ev[su + 2] * ev[sv + 1]
-    ny = ev[su + 2] * ev[sv] - ev[su] * ev[sv + 2]
-    nz = ev[su] * ev[sv + 1] - ev[su + 1] * ev[sv]
-    nn = math.sqrt(nx * nx + ny * ny + nz * nz) * fp[L.FP_NORMAL_SIGN]
-    ev[L.EV_N] = nx / nn
-    ev[L.EV_N + 1] = ny / nn
-    ev[L.EV_N + 2] = nz / nn
+    nx = ev[eo + su + 1] * ev[eo + sv + 2] - ev[eo + su + 2] * ev[eo + sv + 1]
+    ny = ev[eo + su + 2] * ev[eo + sv] - ev[eo + su] * ev[eo + sv + 2]
+    nz = ev[eo + su] * ev[eo + sv + 1] - ev[eo + su + 1] * ev[eo + sv]
+    nn = math.sqrt(nx * nx + ny * ny + nz * nz) * fp[fo + L.FP_NORMAL_SIGN]
+    ev[eo + L.EV_N] = nx / nn
+    ev[eo + L.EV_N + 1] = ny / nn
+    ev[eo + L.EV_N + 2] = nz / nn
 
 
-@jit
-def locate(ip: np.ndarray, fp: np.ndarray, u: float, v: float) -> int:
+@inline
+def locate(ip: np.ndarray, fp: np.ndarray, u: float, v: float, io: int = 0, fo: int = 0) -> int:
     """Where (u, v) lies: ``INSIDE`` the window's points, ``OUTSIDE_WINDOW`` but inside the table,
-    or ``OUTSIDE_TABLE`` (tolerance 1e-9 grid cells)."""
-    x = (u - fp[L.FP_U0]) / fp[L.FP_DU]
-    y = (v - fp[L.FP_V0]) / fp[L.FP_DV]
+    or ``OUTSIDE_TABLE`` (tolerance 1e-9 grid cells); offsets as in :func:`evaluate`."""
+    x = (u - fp[fo + L.FP_U0]) / fp[fo + L.FP_DU]
+    y = (v - fp[fo + L.FP_V0]) / fp[fo + L.FP_DV]
     eps = 1e-9
-    if x < -eps or y < -eps or x > ip[L.IP_U_NPTS] - 1 + eps or y > ip[L.IP_V_NPTS] - 1 + eps:
+    if x < -eps or y < -eps or x > ip[io + L.IP_U_NPTS] - 1 + eps or y > ip[io + L.IP_V_NPTS] - 1 + eps:
         return OUTSIDE_TABLE
-    if (x < ip[L.IP_I_LO] - eps or x > ip[L.IP_I_HI] - 1 + eps or y < ip[L.IP_J_LO] - eps
-            or y > ip[L.IP_J_HI] - 1 + eps):
+    if (x < ip[io + L.IP_I_LO] - eps or x > ip[io + L.IP_I_HI] - 1 + eps or y < ip[io + L.IP_J_LO] - eps
+            or y > ip[io + L.IP_J_HI] - 1 + eps):
         return OUTSIDE_WINDOW
     return INSIDE

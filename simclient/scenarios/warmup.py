@@ -7,6 +7,11 @@ sources. This runs short versions of the scenarios that call every kernel family
 contact and interpolation, the planar profile contact, the elastic foundation's ray casts) on
 small sample tables built in a temporary folder, so the first real run after an install does not
 pay for the compilation.
+
+It first deletes the package's cached kernels: numba checks a cached kernel against its own source
+file only, not against the kernels it calls from other files, so after an in-place update (a pull,
+an edit) a kernel whose file did not change would keep running the old code of its callees.
+``dev.py`` runs the warm-up again whenever the package's sources change.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ import numpy as np
 from simclient.scenarios._base import SCENARIOS, Tables
 from simclient.scenarios._tables import ensure_sample_tables
 
-__all__ = ["warm_up"]
+__all__ = ["warm_up", "clear_kernel_cache"]
+
+PACKAGE = Path(__file__).resolve().parents[1]
 
 #: scenario -> (parameters, table overrides): short runs on small tables
 RUNS: dict[str, tuple[dict[str, float], dict[str, str]]] = {
@@ -31,12 +38,23 @@ RUNS: dict[str, tuple[dict[str, float], dict[str, str]]] = {
 }
 
 
+def clear_kernel_cache() -> int:
+    """Delete numba's cached kernels of this package (index and data files beside the sources);
+    return how many files were deleted."""
+    files = [f for pattern in ("*.nbi", "*.nbc") for f in PACKAGE.rglob(pattern)]
+    for f in files:
+        f.unlink(missing_ok=True)
+    return len(files)
+
+
 def warm_up(progress: Callable[[str], None] | None = None) -> float:
-    """Run the short scenarios and an elastic-foundation press; return the wall time (s)."""
+    """Compile every kernel afresh (the cache cleared first): run the short scenarios and an
+    elastic-foundation press; return the wall time (s)."""
     from simclient.scenarios.validate import run_cases
 
     say = progress or (lambda s: None)
     t0 = time.perf_counter()
+    say(f"cleared {clear_kernel_cache()} cached kernel files")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for name, (params, overrides) in RUNS.items():
