@@ -30,7 +30,8 @@ _CONVERGED, _NOT_CONVERGED, _NEEDS_UPDATE, _LEFT_I, _LEFT_J = (
     int(s) for s in (ContactStatus.CONVERGED, ContactStatus.NOT_CONVERGED, ContactStatus.NEEDS_UPDATE,
                      ContactStatus.LEFT_WINDOW_I, ContactStatus.LEFT_WINDOW_J))
 _CONVERGED_STATUS = ContactStatus.CONVERGED
-_CHECK, _X, _CONTACT_SIZE = L.PAIR_CHECK, L.CONTACT_X, L.CONTACT_SIZE
+_CHECK, _X = L.PAIR_CHECK, L.CONTACT_X
+_CONTACT_SHAPE = (L.CONTACT_SIZE,)  # (a shape tuple: the cheapest np.empty)
 _EVALUATIONS, _ITERATIONS = L.PAIR_EVALUATIONS, L.PAIR_ITERATIONS
 _empty = np.empty
 
@@ -221,7 +222,7 @@ class ContactPair:
         """
         # the hot path of every integrator stage: one compiled call from the warm start, the
         # general path only where it does not converge there (windows to move, a restart, failures)
-        data = _empty(_CONTACT_SIZE)
+        data = _empty(_CONTACT_SHAPE)
         if self.wi.version == self._vi and self.wj.version == self._vj:  # (:meth:`synced`, inlined)
             code, it = self._solve_warm(self._address, R_i, c_i, R_j, c_j, data, update_windows)
             if code == _CONVERGED:
@@ -287,7 +288,7 @@ class ContactPair:
         n = max(len(a) if np.ndim(a) == nd else 1 for a, nd in ((R_i, 3), (c_i, 2), (R_j, 3), (c_j, 2)))
         Ri, Rj = (np.ascontiguousarray(np.broadcast_to(R, (n, 3, 3)), dtype=float) for R in (R_i, R_j))
         ci, cj = (np.ascontiguousarray(np.broadcast_to(c, (n, 3)), dtype=float) for c in (c_i, c_j))
-        status, data = np.zeros(n, dtype=np.int64), np.zeros((n, _CONTACT_SIZE))
+        status, data = np.zeros(n, dtype=np.int64), np.zeros((n, L.CONTACT_SIZE))
         k = 0
         while k < n:
             x = self.x

@@ -55,6 +55,7 @@ from scipy.optimize import brentq
 
 from simclient.contact import (
     CirclePair,
+    CompartmentResult,
     FoundationContact,
     Layer,
     LayerLaw,
@@ -129,12 +130,19 @@ def press(tables: Path, indenter: str, layer: LayerLaw, depth: float, thickness:
           half_width: float = 0.004) -> float:
     """Normal force (N) of the ``indenter`` table pushed ``depth`` (m) into the ``ef_layer`` table
     carrying a layer of ``thickness`` (m), with ``n x n`` elements over +-``half_width`` (m)."""
+    return float(pressed(tables, indenter, layer, depth, thickness, n, half_width).force[2])
+
+
+def pressed(tables: Path, indenter: str, layer: LayerLaw, depth: float, thickness: float, n: int = 80,
+            half_width: float = 0.004) -> CompartmentResult:
+    """:func:`press`'s whole result (force, pressures, area), the indenter's window its whole table."""
     fixed, moving = open_surface(locate("ef_layer", tables=tables)), open_surface(locate(indenter, tables=tables))
     grid = element_grid(fixed, "layer", (-half_width, half_width), (-half_width, half_width), (n, n), thickness)
-    lowest = moving.read_block(0, moving.header.n_rec_u, 0, moving.header.n_rec_v)[..., 4].min()
-    contact = FoundationContact([grid], moving, layer, extent=(9, 9))
+    hm = moving.header
+    lowest = moving.read_block(0, hm.n_rec_u, 0, hm.n_rec_v)[..., 4].min()
+    contact = FoundationContact([grid], moving, layer, extent=(hm.n_rec_u, hm.n_rec_v))  # (the whole indenter)
     I = np.eye(3)
-    return float(contact.evaluate(I, np.zeros(3), I, np.array([0.0, 0.0, -lowest - depth]))["layer"].force[2])
+    return contact.evaluate(I, np.zeros(3), I, np.array([0.0, 0.0, -lowest - depth]))["layer"]
 
 
 def _ef_sphere_linear(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
