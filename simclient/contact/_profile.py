@@ -25,7 +25,7 @@ import numpy as np
 
 from simclient.contact._newton import CONVERGED
 from simclient.contact._newton import NEEDS_UPDATE, NORMALS_ALIGNED, NOT_CONVERGED, SINGULAR, ContactStatus
-from simclient.contact._newton import iterate_left, outside_quiet, pair_arrays, pair_windows, warm_end, warm_start
+from simclient.contact._newton import iterate_left, outside_quiet, pair_windows
 from simclient.contact._point import Contact, ContactPair
 from simclient.errors import ParameterError
 from simclient.geometry import StorageWindow, evaluate, jit
@@ -145,26 +145,12 @@ def solve_profile_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray
     return status, it
 
 
-@jit
-def solve_profile_warm(pair: int, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray,
-                       data: np.ndarray, check: bool) -> tuple[int, int]:
-    """:func:`solve_profile_contact` from the pair's warm start: as :func:`simclient.contact.solve_warm`."""
-    buf_i_, buf_j_, ints_, work_ = pair_arrays(pair)
-    started, x, flts = warm_start(ints_, work_, data, check)
-    if not started:
-        return NOT_CONVERGED, 0
-    status, it = solve_profile_contact(buf_i_, buf_j_, ints_, flts, R_i, c_i, R_j, c_j, x, work_)
-    warm_end(ints_, work_, data, x, status, it)
-    return status, it
-
-
 class ProfilePair(ContactPair):
     """Planar contact between two profile tables read by ``window_i`` and ``window_j`` at the
     extrusion coordinates ``v_i`` and ``v_j`` (m; default the middle of each table's v range).
     Poses are 3D embeddings of planar ones (see :func:`planar_pose`)."""
 
     kernel = staticmethod(solve_profile_contact)
-    warm_kernel = staticmethod(solve_profile_warm)
 
     def __init__(self, window_i: StorageWindow, window_j: StorageWindow, *, v_i: float | None = None,
                  v_j: float | None = None, max_iter: int = 60, tol: float = 1e-9, max_step: float = 100.0,
@@ -182,6 +168,14 @@ class ProfilePair(ContactPair):
         x, depth = super()._coarse(R_i, c_i, R_j, c_j)
         x[1], x[3] = self.v_i, self.v_j
         return x, depth
+
+    def detect(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray,
+               strict: bool = False, update_windows: bool = True) -> Contact:
+        """:meth:`ContactPair.detect` through its general path only (the planar knee evaluates few
+        contacts; the one-call fast path is the spatial pairs')."""
+        if not self.synced():
+            self._sync()
+        return self._solve(R_i, c_i, R_j, c_j, strict, update_windows, -1, 0, np.empty(L.CONTACT_SIZE))
 
 
 class CirclePair:
