@@ -41,7 +41,7 @@ from simclient.contact._laws import (
     make_law,
     step,
 )
-from simclient.contact._newton import ContactStatus, solve_contact, solve_warm
+from simclient.contact._newton import ContactStatus, solve_contact
 from simclient.contact._point import Contact, ContactPair, Contacts
 from simclient.contact._profile import CirclePair, ProfilePair, planar_pose, solve_profile_contact
 from simclient.contact._thin_layer import (
@@ -60,6 +60,6 @@ __all__ = ["ContactPair", "Contact", "Contacts", "ContactStatus", "ContactForce"
            "ViscoelasticLaw", "DoubleLayer", "PenaltyStep", "step", "law_force", "make_law", "LAWS", "DAMPING",
            "hertz_stiffness", "Material", "MATERIALS", "ElementGrid", "element_grid", "ElementContact",
            "ElementDetector", "FoundationContact", "CompartmentResult", "LayerLaw", "LinearLayer", "NonlinearLayer",
-           "layer_result", "solve_contact", "solve_warm", "ProfilePair", "CirclePair", "planar_pose", "solve_profile_contact",
+           "layer_result", "solve_contact", "ProfilePair", "CirclePair", "planar_pose", "solve_profile_contact",
            "Layer", "winkler_modulus", "incompressible_modulus", "shape_ratio", "force_factor", "EllipticContact",
            "incompressible_contact", "compressible_law", "incompressible_law"]

@@ -33,7 +33,7 @@ the output followed by the solution ``(u_i, v_i, u_j, v_j)`` at ``CONTACT_X``.
 The rest of the scratch space is the solve's own (``PAIR_EV_I``, ``PAIR_EV_J``, ``PAIR_KEY``: it
 remembers its last evaluations, so a new scratch space must be filled with NaN), then the pair's
 (``PAIR_X``: the warm start, NaN while there is none; ``PAIR_FLTS``: the pair's ``flts``), so that
-one array carries a pair's state into :func:`simclient.contact.solve_warm`.
+one array carries a pair's state into ``simclient.contact._newton.solve_warm``.
 """
 
 from __future__ import annotations
