@@ -361,28 +361,6 @@ def pair_arrays(pair: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
             nb.carray(_void_pointer(ints[L.PAIR_WORK]), L.PAIR_WORK_SIZE, np.float64))
 
 
-@inline
-def warm_start(ints: np.ndarray, work: np.ndarray, data: np.ndarray, check: bool) -> tuple[bool, np.ndarray, np.ndarray]:
-    """A warm-started solve's set-up (:func:`solve_warm`): the pair's warm start copied into the
-    contact's parameters ``x`` (a view of ``data``), the check flag set; ``(started, x, flts)``,
-    ``started`` False where the pair has no warm start yet (NaN)."""
-    ints[L.PAIR_CHECK] = check
-    x = data[L.CONTACT_X:L.CONTACT_X + 4]
-    x[:] = work[L.PAIR_X:L.PAIR_X + 4]
-    return not math.isnan(x[0]), x, work[L.PAIR_FLTS:L.PAIR_FLTS + L.PAIR_FLTS_SIZE]
-
-
-@inline
-def warm_end(ints: np.ndarray, work: np.ndarray, data: np.ndarray, x: np.ndarray, status: int, it: int) -> None:
-    """A warm-started solve's end: the output into ``data``, the counters, and a converged ``x``
-    as the next warm start."""
-    data[:L.OUT_SIZE] = work[:L.OUT_SIZE]
-    ints[L.PAIR_EVALUATIONS] += 1
-    ints[L.PAIR_ITERATIONS] += it
-    if status == CONVERGED:
-        work[L.PAIR_X:L.PAIR_X + 4] = x
-
-
 @jit
 def solve_warm(pair: int, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, data: np.ndarray,
                check: bool) -> tuple[int, int]:
@@ -392,12 +370,19 @@ def solve_warm(pair: int, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j
     the address of ``ints`` (:func:`pair_arrays`); the contact's data (``CONTACT_SIZE`` values: the
     output and the solution) go into ``data``. Without a warm start (NaN) returns ``NOT_CONVERGED``
     and 0 iterations at once."""
-    buf_i_, buf_j_, ints_, work_ = pair_arrays(pair)
-    started, x, flts = warm_start(ints_, work_, data, check)
-    if not started:
+    buf_i, buf_j, ints, work = pair_arrays(pair)
+    ints[L.PAIR_CHECK] = check
+    x = data[L.CONTACT_X:L.CONTACT_X + 4]  # the warm start, then the solution
+    x[:] = work[L.PAIR_X:L.PAIR_X + 4]
+    if math.isnan(x[0]):
         return NOT_CONVERGED, 0
-    status, it = solve_contact(buf_i_, buf_j_, ints_, flts, R_i, c_i, R_j, c_j, x, work_)
-    warm_end(ints_, work_, data, x, status, it)
+    status, it = solve_contact(buf_i, buf_j, ints, work[L.PAIR_FLTS:L.PAIR_FLTS + L.PAIR_FLTS_SIZE], R_i, c_i, R_j,
+                               c_j, x, work)
+    data[:L.OUT_SIZE] = work[:L.OUT_SIZE]
+    ints[L.PAIR_EVALUATIONS] += 1
+    ints[L.PAIR_ITERATIONS] += it
+    if status == CONVERGED:
+        work[L.PAIR_X:L.PAIR_X + 4] = x  # the next warm start
     return status, it
 
 
