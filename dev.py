@@ -36,10 +36,11 @@ def setup() -> None:
         subprocess.run([PY, "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[test]"], check=True)
         stamp.write_text(want)
     # compile the numba kernels now, into their cache, so the first run does not wait for them; again
-    # whenever the sources change (numba would keep a kernel whose own file did not change, with the
-    # old code of what it calls)
+    # whenever the sources they are built from change (numba would keep a kernel whose own file did
+    # not change, with the old code or constants of what it uses from other files)
     kernels = VENV / ".kernels"
-    sources = hashlib.sha256(b"".join(p.read_bytes() for p in sorted((ROOT / "simclient").rglob("*.py"))))
+    files = sorted(f for package in ("simclient", "surfacestore") for f in (ROOT / package).rglob("*.py"))
+    sources = hashlib.sha256(b"".join(f.read_bytes() for f in files))
     if not kernels.exists() or kernels.read_text() != sources.hexdigest():
         print("compiling the numba kernels (once per version of the sources) ...", flush=True)
         subprocess.run([PY, "-m", "simclient.cli", "warmup"], check=True, cwd=ROOT)

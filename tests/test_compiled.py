@@ -121,10 +121,10 @@ def test_detect_many_equals_detect_one_pose_at_a_time(sample_tables):
 
 
 class _GeneralPathOnly(ContactPair):
-    """A pair whose compiled fast path always declines (it reports no warm start), so that every
-    evaluation goes through :meth:`ContactPair.detect`'s general path."""
+    """A pair whose compiled fast path always declines (it reports nothing tried, as without a warm
+    start), so that every evaluation goes through :meth:`ContactPair.detect`'s general path."""
 
-    warm_kernel = staticmethod(lambda *args: (int(ContactStatus.NOT_CONVERGED), 0))
+    warm_kernel = staticmethod(lambda *args: (-1, 0))
 
 
 def test_detect_fast_path_equals_general_path(sample_tables):

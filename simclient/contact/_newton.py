@@ -368,14 +368,14 @@ def solve_warm(pair: int, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j
     (the fast path of :meth:`ContactPair.detect`): the pair's state is its ``ints`` and ``work``
     (its scratch space, warm start and ``flts``, see :mod:`simclient.geometry.layout`), passed as
     the address of ``ints`` (:func:`pair_arrays`); the contact's data (``CONTACT_SIZE`` values: the
-    output and the solution) go into ``data``. Without a warm start (NaN) returns ``NOT_CONVERGED``
-    and 0 iterations at once."""
+    output and the solution) go into ``data``. Without a warm start (NaN) returns ``(-1, 0)`` at
+    once: nothing tried (the caller starts from a coarse search)."""
     buf_i, buf_j, ints, work = pair_arrays(pair)
     ints[L.PAIR_CHECK] = check
     x = data[L.CONTACT_X:L.CONTACT_X + 4]  # the warm start, then the solution
     x[:] = work[L.PAIR_X:L.PAIR_X + 4]
     if math.isnan(x[0]):
-        return NOT_CONVERGED, 0
+        return -1, 0
     status, it = solve_contact(buf_i, buf_j, ints, work[L.PAIR_FLTS:L.PAIR_FLTS + L.PAIR_FLTS_SIZE], R_i, c_i, R_j,
                                c_j, x, work)
     data[:L.OUT_SIZE] = work[:L.OUT_SIZE]

@@ -26,9 +26,9 @@ from simclient.geometry import layout as L
 __all__ = ["Contact", "Contacts", "ContactPair"]
 
 _STATUSES = tuple(ContactStatus)  # a tuple lookup is ten times cheaper than ContactStatus(code)
-_CONVERGED, _NOT_CONVERGED, _NEEDS_UPDATE, _LEFT_I, _LEFT_J = (
-    int(s) for s in (ContactStatus.CONVERGED, ContactStatus.NOT_CONVERGED, ContactStatus.NEEDS_UPDATE,
-                     ContactStatus.LEFT_WINDOW_I, ContactStatus.LEFT_WINDOW_J))
+_CONVERGED, _NEEDS_UPDATE, _LEFT_I, _LEFT_J = (
+    int(s) for s in (ContactStatus.CONVERGED, ContactStatus.NEEDS_UPDATE, ContactStatus.LEFT_WINDOW_I,
+                     ContactStatus.LEFT_WINDOW_J))
 _CONVERGED_STATUS = ContactStatus.CONVERGED
 _CHECK, _X = L.PAIR_CHECK, L.CONTACT_X
 _CONTACT_SHAPE = (L.CONTACT_SIZE,)  # (a shape tuple: the cheapest np.empty)
@@ -227,8 +227,6 @@ class ContactPair:
             code, it = self._solve_warm(self._address, R_i, c_i, R_j, c_j, data, update_windows)
             if code == _CONVERGED:
                 return Contact(_CONVERGED_STATUS, it, data)
-            if it == 0 and code == _NOT_CONVERGED:  # no warm start: not counted, nothing tried
-                code = -1
         else:
             self._sync()
             code, it = -1, 0
@@ -237,7 +235,7 @@ class ContactPair:
     def _solve(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, strict: bool,
                update_windows: bool, code: int, it_total: int, data: np.ndarray) -> Contact:
         """:meth:`detect`'s general path, after the warm-started solve's outcome ``code`` (its
-        parameters in ``data``), or from the start where ``code`` is -1."""
+        parameters in ``data``), or from the start where ``code`` is -1 (nothing tried yet)."""
         wi, wj, ints = self.wi, self.wj, self.ints
         x = data[_X:_X + 4]
         warm = not np.isnan(self.work[L.PAIR_X])

@@ -106,8 +106,9 @@ class _Kernel:
             assert p is not None
             self.cint[k, _CI_ACTIVE] = c.active
             self.cflt[k, _CF_IMPACT] = c.impact_velocity
-            if p.x is not None:  # (without one, the compiled solve hands the stage to Python)
-                self.xs[k] = p.x
+            x = p.x
+            if x is not None:  # (without one, the compiled solve hands the stage to Python)
+                self.xs[k] = x
             if not p.synced():
                 p._sync()
 
@@ -115,7 +116,7 @@ class _Kernel:
         """The warm starts the compiled solves found back into the Python pairs."""
         for k, c in enumerate(self.system.contacts):
             if c.active:
-                c.pair.x = self.xs[k].copy()  # type: ignore[union-attr]
+                c.pair.x = self.xs[k]  # type: ignore[union-attr]  # (the setter copies it)
 
     def args(self) -> tuple[Any, ...]:
         return (*self.bodies, *self.scratch, self.bufs, self.ints, self.flts, self.cint, self.cflt, self.xs, self.work,
@@ -140,7 +141,7 @@ class _Kernel:
             self.load()
             status, depth = _probe(y, k, *self.args())
             if status == _CONVERGED_PROBE:
-                p.x = self.xs[k].copy()
+                p.x = self.xs[k]
             if status != _FAILED_PROBE:
                 return -depth
         self.system.set_state(y)
