@@ -19,6 +19,7 @@ A definition file holds one or more named surfaces::
     units = "m"
     param = "planar"           # planar | cylindrical | spherical | toroidal | auto
     crop = "z<0.0006"          # optional: fit only the data satisfying AXIS<VALUE / AXIS>VALUE (or a list)
+    max_tilt_deg = 45          # optional: leave out mesh triangles tilted more than this (walls)
     back = "plane:y=0"         # optional: thickness to a plane or a second mesh/cloud
     grid = [201, 201]
     record = [9, 9]

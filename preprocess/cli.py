@@ -175,6 +175,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         table, report = fit_to_table(args.input, args.out, param=args.param, axis=args.axis,
                                      grid=list(args.grid), record=list(args.record), ctrl=args.ctrl, tol=args.tol,
                                      units=args.units, method=args.method, back=args.back, crop=args.crop,
+                                     max_tilt_deg=args.max_tilt,
                                      overwrite=args.overwrite, residual_map=args.residual_map)
     for w in {str(c.message) for c in caught if "analytic normal" not in str(c.message)}:
         print(f"warning: {w}", file=sys.stderr)
@@ -186,6 +187,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                else f"{r['centres']} thin-plate centres")
         print(f"fitted {args.input} -> {table.location} ({r['parametrization_chosen']}; {r['method']}, {net}, "
               f"{r['points']} points)")
+        if r.get("max_tilt_deg") is not None:
+            print(f"  {r['points_left_out']} points on walls tilted more than {r['max_tilt_deg']:g} deg from the "
+                  "parametrization's outward direction left out")
         print(f"  residual mean {r['residual_mean_m'] * 1e3:+.5f} +- {r['residual_sd_m'] * 1e3:.5f} mm, RMS "
               f"{r['residual_rms_m'] * 1e3:.5f} mm, 99th percentile {r['residual_p99_m'] * 1e3:.5f} mm, max "
               f"{r['residual_max_m'] * 1e3:.5f} mm")
@@ -230,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--crop", action="append", metavar="AXIS<VALUE",
                    help="fit only the data with AXIS<VALUE or AXIS>VALUE (VALUE in --units; repeatable), e.g. one "
                         "condyle: --crop 'z<0.0006'")
+    f.add_argument("--max-tilt", type=float, metavar="DEG",
+                   help="leave out the mesh triangles tilted more than DEG from the parametrization's outward "
+                        "direction (walls a height field cannot follow), e.g. a femoral component: --max-tilt 45")
     f.add_argument("--method", choices=["bspline", "tps"], default="bspline",
                    help="penalized B-spline, or Argatov's regularized thin plate (planar) [bspline]")
     f.add_argument("--back", help="back surface for the thickness field: a mesh/cloud file or plane:AXIS=VALUE "

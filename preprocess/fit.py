@@ -71,7 +71,8 @@ TPS_MAX_CENTRES = 1500
 #: (the layer's rims); more means the back surface is not behind the fitted one
 MAX_THIN_FRACTION = 0.15
 
-FIT_KEYS = {"input", "param", "axis", "ctrl", "tol", "units", "method", "back", "degree", "smoothing", "crop"}
+FIT_KEYS = {"input", "param", "axis", "ctrl", "tol", "units", "method", "back", "degree", "smoothing", "crop",
+            "max_tilt_deg"}
 
 
 # --------------------------------------------------------------------------------------------- data
@@ -110,10 +111,12 @@ def _crop_mask(crop: Sequence[str]) -> Callable[[np.ndarray], np.ndarray]:
     return mask
 
 
-def load_data(path: str | Path, units: str = "m", crop: Sequence[str] = ()) -> FitData:
+def load_data(path: str | Path, units: str = "m", crop: Sequence[str] = (),
+              keep_faces: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> FitData:
     """Read a mesh (STL, OBJ, PLY) or a point cloud (XYZ/CSV: x y z per row) and convert to metres.
     ``crop``: keep only the points (a mesh: the triangles whose centroids) satisfy every condition
-    ``AXIS<VALUE`` / ``AXIS>VALUE`` (VALUE in ``units``), e.g. one condyle of a femoral component."""
+    ``AXIS<VALUE`` / ``AXIS>VALUE`` (VALUE in ``units``), e.g. one condyle of a femoral component.
+    ``keep_faces(centroids_m, unit_normals)``: a mesh's triangles to keep (a boolean per triangle)."""
     path = Path(path)
     if units not in UNITS:
         raise FitError(f"unknown units {units!r}; choose one of {', '.join(UNITS)}")
@@ -130,22 +133,30 @@ def load_data(path: str | Path, units: str = "m", crop: Sequence[str] = ()) -> F
             pts = pts[:, :3] if pts.size else np.zeros((0, 3))
             if crop and pts.shape[1:] == (3,):
                 pts = pts[keep(pts)]
+            if keep_faces is not None:
+                raise FitError(f"{path}: a point cloud has no triangle normals to leave walls out by (max_tilt_deg)")
         else:
             import trimesh
 
             mesh: Any = trimesh.load(path, force="mesh")  # a Trimesh (loosely typed by the library)
             if crop and len(mesh.faces):
                 mesh = mesh.submesh([np.flatnonzero(keep(mesh.triangles_center))], append=True)
+            if keep_faces is not None and len(mesh.faces):
+                chosen = keep_faces(mesh.triangles_center * UNITS[units], mesh.face_normals)
+                mesh = mesh.submesh([np.flatnonzero(chosen)], append=True) if chosen.any() else trimesh.Trimesh()
             pts = np.asarray(mesh.vertices, dtype=np.float64)
             if len(mesh.faces) and np.isfinite(pts).all():
                 area = mesh.area_faces
                 mean_normal = (mesh.face_normals * area[:, None]).sum(axis=0) / max(area.sum(), 1e-300)
                 normals = np.asarray(mesh.vertex_normals, dtype=np.float64)
                 footprint = np.concatenate([pts, mesh.triangles_center]) * UNITS[units]
+    except FitError:
+        raise
     except Exception as exc:  # readers raise assorted errors for unreadable files
         raise FitError(f"{path}: cannot read ({exc})") from None
     if pts.ndim != 2 or pts.shape[0] == 0 or pts.shape[1] != 3:
-        raise FitError(f"{path}: no points" + (f" satisfy the crop {', '.join(crop)}" if crop else ""))
+        raise FitError(f"{path}: no points" + (f" satisfy the crop {', '.join(crop)}" if crop else "")
+                       + (" face the parametrization's outward side within max_tilt_deg" if keep_faces else ""))
     if not np.isfinite(pts).all():
         raise FitError(f"{path}: non-finite coordinates ({int((~np.isfinite(pts)).any(axis=1).sum())} points)")
     pts = pts * UNITS[units]
@@ -771,7 +782,9 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
 
     Keys: ``input`` (path, relative to ``base``), ``param`` (planar | cylindrical | spherical |
     toroidal | auto), ``axis``, ``crop`` (a condition ``AXIS<VALUE`` or a list of them, see
-    :func:`load_data`), ``ctrl`` ([m, n]), ``tol`` (m), ``units``, ``method`` (bspline | tps),
+    :func:`load_data`), ``max_tilt_deg`` (a mesh's triangles tilted more than this from the
+    parametrization's outward direction are left out: walls, see :func:`_facing`), ``ctrl``
+    ([m, n]), ``tol`` (m), ``units``, ``method`` (bspline | tps),
     ``back`` (a path or ``plane:AXIS=VALUE``), ``degree``, ``smoothing``, plus the grid keys
     (``grid``, ``record``, ``codec``, ...). The table's parameter range is the data's.
     """
@@ -787,6 +800,11 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
     crop = [crop] if isinstance(crop, str) else list(crop)
     data = load_data(path, units, crop)
     par, why = choose_parametrization(data, d.get("param", "auto"), d.get("axis"))
+    walls = 0
+    if d.get("max_tilt_deg") is not None:
+        everything = len(data.points)
+        data = load_data(path, units, crop, _facing(par, d["max_tilt_deg"]))
+        walls = everything - len(data.points)
     ctrl = tuple(d["ctrl"]) if d.get("ctrl") is not None else None
     if method == "tps":
         if not isinstance(par, PlanarParametrization):
@@ -815,7 +833,7 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
     flip = bool(np.median(agree) < 0)
     extras: dict[str, Callable[[np.ndarray], np.ndarray]] = {"data_distance": _data_distance(tree)}
     report = {**fit.report, "input": str(path), "units": units, "parametrization_chosen": why, "crop": crop,
-              "footprint_radius_m": radius, "footprint_fraction": float(inside.mean()), "flipped": flip}
+              "max_tilt_deg": d.get("max_tilt_deg"), "points_left_out": walls, "footprint_radius_m": radius, "footprint_fraction": float(inside.mean()), "flipped": flip}
     if "back" in d:
         thick = _thickness(str(d["back"]), units, base)
         oriented = probe.copy()
@@ -833,6 +851,26 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
                                  "fraction_not_positive": float(np.mean(t <= 0))}
     spec = parse_surface(name, {**definition, "flip": flip, "fit_report": report})
     return dataclasses.replace(spec, extras=extras), report, fit
+
+
+def _facing(par: Parametrization, max_tilt_deg: Any) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The test that keeps a mesh's triangles whose normal lies within ``max_tilt_deg`` of the
+    parametrization's outward direction at their centroid: walls that rise steeply from (or
+    curl back under) the surface, which a height field over the parameters can only follow by
+    ringing around them (a femoral component's condyle sides and notch, seen from its
+    cylinder axis), are left out of the fit and of its footprint."""
+    try:
+        tilt = float(max_tilt_deg)
+    except (TypeError, ValueError):
+        raise FitError(f"max_tilt_deg must be a number of degrees, got {max_tilt_deg!r}") from None
+    if not 0 < tilt < 90:
+        raise FitError(f"max_tilt_deg must lie between 0 and 90 degrees, got {tilt:g}")
+    cos_tilt = math.cos(math.radians(tilt))
+
+    def keep(centroids: np.ndarray, normals: np.ndarray) -> np.ndarray:
+        along = (normals * par.outward(centroids)).sum(axis=1)
+        return along * (np.sign(np.median(along)) or 1.0) >= cos_tilt  # the mesh may face either way
+    return keep
 
 
 def save_residual_map(fit: FitResult, path: Path) -> None:

@@ -76,8 +76,8 @@ def test_cli_runs_the_gait_cycle_and_writes_maps(implant_tables, tmp_path):
         assert pp["compartments"][side]["active_elements"] > s["compartments"][side]["active_elements"]
         r = pp["over_forward_run"][side]
         assert r["force_N"] == pytest.approx(pp["compartments"][side]["force_N"] / s["compartments"][side]["force_N"])
-    # laterally the 30 x 30 grid is converged (medially it misses the single patch's slope contact: README)
-    assert pp["over_forward_run"]["lateral"]["force_N"] == pytest.approx(1.0, abs=0.03)
+        # Bei & Fregly: force and torque insensitive to the grid (30 x 30 is within 1.3 % of 150 x 150: README)
+        assert r["force_N"] == pytest.approx(1.0, abs=0.01) and r["torque_Nm"] == pytest.approx(1.0, abs=0.01)
     import zarr
 
     g = zarr.open_group(str(tmp_path / "pressure.zarr"), mode="r")
@@ -108,14 +108,12 @@ def test_rays_ignore_the_fits_extrapolation_beyond_the_data(implant_tables):
 
 def test_per_condyle_tables_carry_the_single_patchs_forces(implant_tables):
     """In equilibrium at the gait's maximum-load pose (18 deg flexion, 2100 N), one toroidal table
-    per condyle gives the single patch's compartment forces within 2 % (measured: medial -0.8 %,
-    lateral +1.7 %): the two fits differ by their residuals (0.01-0.05 mm), which a stiff
-    polyethylene layer feels."""
-    from dataclasses import replace
-
+    per condyle gives the single patch's compartment forces within 1 %: two fits of one mesh by
+    different parametrizations (measured: +0.1 % / -0.3 %; 0.8 % / 1.7 % apart while the single
+    patch kept the walls it rang around, 0.05-0.12 mm off on the condyles' edges)."""
     single = _knee(implant_tables, "linear")
     condyles = {s: open_surface(implant_tables / f"femoral_{s}.zarr") for s in ("medial", "lateral")}
-    split = ImplantKnee(single.insert, single.femoral, replace(single.params, window=(9, 23)), condyles)
+    split = ImplantKnee(single.insert, single.femoral, single.params, condyles)
     fl, ie, ap, load = np.radians(18.0), np.radians(2.375), 0.8125e-3, 2100.0
     forces = {}
     for name, knee in (("single", single), ("split", split)):
@@ -125,7 +123,7 @@ def test_per_condyle_tables_carry_the_single_patchs_forces(implant_tables):
         assert abs(Q[0]) < 1e-3 * load
         forces[name] = {s: np.linalg.norm(r.force) for s, r in res.items()}
     for side in ("medial", "lateral"):
-        assert forces["split"][side] == pytest.approx(forces["single"][side], rel=0.02)
+        assert forces["split"][side] == pytest.approx(forces["single"][side], rel=0.01)
 
 
 def test_compiled_search_settles_like_the_python_search(implant_tables):

@@ -106,8 +106,11 @@ class ImplantKneeParams:
     material: str = param("linear", "UHMWPE model", choices=("linear", "nonlinear"))
     femoral_surface: str = param("single", "the femoral component as one fitted patch or one toroidal table per "
                                  "condyle (--femoral-medial, --femoral-lateral)", choices=("single", "per-condyle"))
-    window: tuple[int, int] = extent_param((17, 17), "storage window on the femoral table(s), records (smaller "
-                                           "windows than the contact areas thrash: 9 x 9 moved 1035 times in a cycle)")
+    window: tuple[int, int] = extent_param((23, 23), "storage window on the femoral table(s), records, at most "
+                                           "the table's (the whole of a 201 x 201-point table; smaller windows than "
+                                           "the contact areas thrash: "
+                                           "on the single patch 9 x 9 moved 1035 times in a cycle, on the per-condyle "
+                                           "tables 17 x 17 moved 336 times and lost rays)")
     analysis: str = param("both", "static settles, the gait-like cycle or both", choices=("static", "gait", "both"))
     grid: tuple[int, int] = extent_param((30, 30), "elements per compartment")
     pressure_grid: tuple[int, int] = extent_param((50, 50), "elements per compartment of the pressure pass at maximum "
@@ -198,7 +201,8 @@ class ImplantKnee:
         split = (dish["medial"].uv[1] + dish["lateral"].uv[1]) / 2
         grids = [element_grid(self.insert, name, (h.u0, h.u1), (h.v0, split) if d.uv[1] < split else (split, h.v1),
                               p.grid, "thickness") for name, d in dish.items()]
-        self.contact = FoundationContact(grids, self.condyles or self.femoral, MATERIALS[p.material], extent=p.window,
+        self.contact = FoundationContact(grids, self.condyles or self.femoral, MATERIALS[p.material],
+                                         extent=self.window_extent(),
                                          guesses={n: c.uv for n, c in condyle.items()}, margin=p.margin,
                                          full_every=p.full_every)
         # neutral pose: condyles above the dish bottoms (AP, ML), just touching (SI)
@@ -208,6 +212,12 @@ class ImplantKnee:
                                  - min(c.point[1] for c in condyle.values()), d_mid[2] - c_mid[2]])
         self.centres = {n: float(d.point[2]) for n, d in dish.items()}
         self.load_z = p.medial_share * self.centres["medial"] + (1 - p.medial_share) * self.centres["lateral"]
+
+    def window_extent(self) -> tuple[int, int]:
+        """``params.window`` (records), no larger than the femoral table(s)."""
+        tables = list(self.condyles.values()) if self.condyles else [self.femoral]
+        return (min(self.params.window[0], *(t.header.n_rec_u for t in tables)),
+                min(self.params.window[1], *(t.header.n_rec_v for t in tables)))
 
     # -- kinematics and loads ----------------------------------------------------------------------
     def pose(self, free: np.ndarray, flexion: float, ie: float, ap: float) -> tuple[np.ndarray, np.ndarray]:

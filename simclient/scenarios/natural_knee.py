@@ -88,7 +88,7 @@ class NaturalKnee(ImplantKnee):
         sides = {"medial": (low, pts[..., 4] < SPLIT_Z), "lateral": (high, pts[..., 4] > SPLIT_Z)}
         grids = [element_grid(self.insert, name, (h.u0, h.u1), v_range, self.params.grid, "thickness")
                  for name, (v_range, _) in sides.items()]
-        self.contact = FoundationContact(grids, self.condyles, self.layer, extent=self.params.window,
+        self.contact = FoundationContact(grids, self.condyles, self.layer, extent=self.window_extent(),
                                          moving_thickness=self.femoral_thickness, margin=self.params.margin,
                                          full_every=self.params.full_every)
         self.neutral = np.zeros(3)  # the femoral tables are placed in the tibia's frame
