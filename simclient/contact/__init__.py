@@ -16,7 +16,7 @@
   :class:`simclient.dynamics.MultibodySystem` integrates with the bodies).
 """
 
-from simclient.contact._elements import ElementContact, ElementDetector, ElementGrid, element_grid
+from simclient.contact._elements import QUADRATURES, ElementContact, ElementDetector, ElementGrid, element_grid
 from simclient.contact._foundation import (
     CompartmentResult,
     FoundationContact,
@@ -56,7 +56,7 @@ from simclient.contact._thin_layer import (
     winkler_modulus,
 )
 
-__all__ = ["ContactPair", "Contact", "Contacts", "ContactStatus", "ContactForce", "ForceLaw", "HertzianLaw",
+__all__ = ["QUADRATURES", "ContactPair", "Contact", "Contacts", "ContactStatus", "ContactForce", "ForceLaw", "HertzianLaw",
            "ViscoelasticLaw", "DoubleLayer", "PenaltyStep", "step", "law_force", "make_law", "LAWS", "DAMPING",
            "hertz_stiffness", "Material", "MATERIALS", "ElementGrid", "element_grid", "ElementContact",
            "ElementDetector", "FoundationContact", "CompartmentResult", "LayerLaw", "LinearLayer", "NonlinearLayer",

@@ -34,18 +34,19 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from simclient.errors import ContactError
-from simclient.geometry import INSIDE, OUTSIDE_WINDOW, StorageWindow, evaluate, jit, locate, record_of
+from simclient.geometry import INSIDE, OUTSIDE_WINDOW, StorageWindow, evaluate, inline, jit, locate, record_of
 from simclient.geometry import layout as L
 from simclient.io import Source, read_field
 
-__all__ = ["ElementGrid", "element_grid", "ElementContact", "ElementDetector"]
+__all__ = ["ElementGrid", "element_grid", "ElementContact", "ElementDetector", "QUADRATURES", "SUB_OFFSETS"]
 
 
 @dataclass
 class ElementGrid:
     """Contact elements on a fixed table, in its surface frame: ``shape`` (nu, nv) elements in grid
     order, their parameters ``uv`` (n, 2), ``centre`` (n, 3) m, unit ``normal`` (n, 3), ``area``
-    (n,) m^2, ``thickness`` (n,) m and ``usable`` (n,) (inside the data footprint)."""
+    (n,) m^2, ``thickness`` (n,) m, ``usable`` (n,) (inside the data footprint) and ``edges`` (n, 2, 3)
+    m, the tangent vectors spanning each element along u and v (``su du``, ``sv dv``)."""
 
     name: str
     shape: tuple[int, int]
@@ -55,6 +56,7 @@ class ElementGrid:
     area: np.ndarray
     thickness: np.ndarray
     usable: np.ndarray
+    edges: np.ndarray
     neighbours: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -89,10 +91,12 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
     U, V = np.meshgrid(u, v, indexing="ij")
     uv = np.column_stack([U.ravel(), V.ravel()])
     centre, normal, area = np.empty((len(uv), 3)), np.empty((len(uv), 3)), np.empty(len(uv))
+    edges = np.empty((len(uv), 2, 3))
     for k, (a, b) in enumerate(uv):
         s = win.sample(a, b)
         centre[k], normal[k] = s.point, s.normal
-        area[k] = np.linalg.norm(np.cross(s.su, s.sv)) * du * dv
+        edges[k] = s.su * du, s.sv * dv
+        area[k] = np.linalg.norm(np.cross(edges[k, 0], edges[k, 1]))
     footprint = _footprint(source)
     usable = np.ones(len(uv), bool) if footprint is None else footprint[0](uv) <= footprint[1]
     if isinstance(thickness, str):
@@ -109,7 +113,7 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
         raise ContactError(f"{source.name}: element thickness must be positive ({thin.sum()} of "
                            f"{usable.sum()} usable elements have thickness <= 0, min {hh[usable].min():.3g} m)")
     usable &= ~thin
-    return ElementGrid(name, (nu, nv), uv, centre, normal, area, hh, usable)
+    return ElementGrid(name, (nu, nv), uv, centre, normal, area, hh, usable, edges)
 
 
 def _footprint(source: Source) -> tuple[_GridField, float] | None:
@@ -172,13 +176,16 @@ class ElementContact:
     the indices ``active`` of the penetrating elements, ``depth`` (n,) m the interpenetration along
     the midsurface normal (0 where inactive), ``normal`` (len(active), 3) the unit midsurface normals
     of the active elements (the direction the moving body is pushed) and ``thickness`` (len(active),)
-    m the layers' combined thickness there."""
+    m the layers' combined thickness there. With the ``quadratic`` quadrature, ``sub_depth``
+    (len(active), SUB_POINTS) m: the interpenetration at each element's sub-points (<= 0: no
+    contact there); an element is active when any of them penetrates."""
 
     grid: ElementGrid
     active: np.ndarray
     depth: np.ndarray
     normal: np.ndarray
     thickness: np.ndarray
+    sub_depth: np.ndarray | None = None
 
     @property
     def mask(self) -> np.ndarray:
@@ -189,6 +196,7 @@ class ElementContact:
 
 
 HIT, LEFT_WINDOW, MISSED = 0, 1, 2
+QUADRATURES = ("centre", "quadratic")
 NEAR = 2e-3  # m: a ray that leaves the window closer than this to the moving surface is cast again
 
 
@@ -323,32 +331,129 @@ def _to_moving(centre, normal, R, c, O, D):
             D[k, r] = R[0, r] * normal[k, 0] + R[1, r] * normal[k, 1] + R[2, r] * normal[k, 2]
 
 
+@inline
+def _midsurface(out, k, R, normal, mid, m):
+    """Element ``k``'s ray distance turned into the signed interpenetration along the midsurface
+    normal (m; > 0 penetrating), its unit midsurface normal written to ``mid[m]`` (fixed frame: the
+    direction the moving body is pushed). For a locally flat moving surface at angle ``a`` to the
+    element the ray distance ``t`` becomes ``-t cos(a) / cos(a / 2)``."""
+    n0 = R[0, 0] * out[k, 3] + R[0, 1] * out[k, 4] + R[0, 2] * out[k, 5]  # the moving normal, fixed frame
+    n1 = R[1, 0] * out[k, 3] + R[1, 1] * out[k, 4] + R[1, 2] * out[k, 5]
+    n2 = R[2, 0] * out[k, 3] + R[2, 1] * out[k, 4] + R[2, 2] * out[k, 5]
+    cos_a = min(max(-(normal[k, 0] * n0 + normal[k, 1] * n1 + normal[k, 2] * n2), -1.0), 1.0)
+    b0, b1, b2 = normal[k, 0] - n0, normal[k, 1] - n1, normal[k, 2] - n2
+    nb = max(math.sqrt(b0 * b0 + b1 * b1 + b2 * b2), 1e-300)
+    mid[m, 0], mid[m, 1], mid[m, 2] = b0 / nb, b1 / nb, b2 / nb
+    return -out[k, 0] * cos_a / math.sqrt(0.5 * (1 + cos_a))  # cos(a/2) = sqrt((1 + cos a) / 2)
+
+
+@inline
+def _on_body(out, near, evaluated, k, field, u0, du, v0, dv, radius):
+    """Element ``k`` was tracked and evaluated, its ray hit the moving surface and, where the moving
+    table has a data footprint (``field`` its ``data_distance`` on the grid ``(u0 + i du, v0 + j dv)``,
+    non-empty), within ``radius`` of the data (a hit beyond it is on the fit's extrapolation)."""
+    if not (near[k] and evaluated[k] and out[k, 6] == HIT):
+        return False
+    return not (field.size and _bilinear_at(field, u0, du, v0, dv, out[k, 1], out[k, 2]) > radius)
+
+
 @jit
 def _penetrating(out, near, evaluated, R, normal, field, u0, du, v0, dv, radius, index, depth, mid):
-    """The penetrating elements of a search: tracked, evaluated, hit at a negative ray distance and,
-    where the moving table has a data footprint (``field`` its ``data_distance`` on the grid
-    ``(u0 + i du, v0 + j dv)``, non-empty), within ``radius`` of the data (a hit beyond it is on the
-    fit's extrapolation, not on the body). Writes their indices to ``index[:m]``, the
-    interpenetration along the midsurface normal (Bei & Fregly) to ``depth`` (m) and the unit
-    midsurface normals (fixed frame: the direction the moving body is pushed) to ``mid[:m]``;
-    returns m. For a locally flat moving surface at angle ``a`` to the element the ray distance
-    ``t`` becomes ``-t cos(a) / cos(a / 2)``."""
+    """The penetrating elements of a search (Bei & Fregly's centre rule): on the body
+    (:func:`_on_body`) and hit at a negative ray distance. Writes their indices to ``index[:m]``,
+    the interpenetration along the midsurface normal to ``depth`` (m) and the unit midsurface
+    normals to ``mid[:m]`` (:func:`_midsurface`); returns m."""
     m = 0
     for k in range(near.shape[0]):
-        if not (near[k] and evaluated[k] and out[k, 6] == HIT and out[k, 0] < 0):
+        if out[k, 0] < 0 and _on_body(out, near, evaluated, k, field, u0, du, v0, dv, radius):
+            depth[k] = _midsurface(out, k, R, normal, mid, m)
+            index[m] = k
+            m += 1
+    return m
+
+
+#: sub-points per element side of the ``quadratic`` quadrature, at the centres of equal sub-cells
+SUB_SIDE = 4
+SUB_POINTS = SUB_SIDE * SUB_SIDE
+_SUB = (np.arange(SUB_SIDE) + 0.5) / SUB_SIDE - 0.5  # in element spacings from the centre
+#: the sub-points' (u, v) offsets from their element's centre, in element spacings (SUB_POINTS, 2)
+SUB_OFFSETS = np.stack(np.meshgrid(_SUB, _SUB, indexing="ij"), axis=-1).reshape(-1, 2)
+
+
+@inline
+def _known(s, nu, nv, i, j):
+    """The signed depth of element (i, j), NaN outside the grid or where unknown."""
+    if i < 0 or j < 0 or i >= nu or j >= nv:
+        return math.nan
+    return s[i * nv + j]
+
+
+@inline
+def _slopes(lo, c, hi):
+    """First and second differences through (-1, lo), (0, c), (1, hi), one-sided or none where a
+    neighbour is unknown (NaN)."""
+    if lo == lo and hi == hi:
+        return 0.5 * (hi - lo), 0.5 * (hi - 2 * c + lo)
+    if hi == hi:
+        return hi - c, 0.0
+    if lo == lo:
+        return c - lo, 0.0
+    return 0.0, 0.0
+
+
+@jit
+def _sub_depths(out, near, evaluated, R, normal, field, u0, du, v0, dv, radius, nu, nv, s, mid_all, index,
+                depth, mid, sub):
+    """The ``quadratic`` quadrature: the signed interpenetration (smooth across the contact's edge,
+    unlike the pressure) of every element on the body (:func:`_on_body`), to ``s`` (NaN elsewhere),
+    is interpolated over each element by the quadratic through it and its eight neighbours (one-sided
+    or constant along a direction where they are unknown, and then capped at the largest of them
+    so that it never overshoots the data) and sampled at ``SUB_POINTS`` sub-points. The elements with any
+    penetrating sub-point: indices to ``index[:m]``, their centre's interpenetration (>= 0) to
+    ``depth``, midsurface normals to ``mid[:m]``, sub-point interpenetrations (m) to ``sub[:m]``;
+    returns m."""
+    n = nu * nv
+    for k in range(n):
+        s[k] = math.nan
+        if _on_body(out, near, evaluated, k, field, u0, du, v0, dv, radius):
+            s[k] = _midsurface(out, k, R, normal, mid_all, k)
+    m = 0
+    for k in range(n):
+        c = s[k]
+        if c != c:
             continue
-        if field.size and _bilinear_at(field, u0, du, v0, dv, out[k, 1], out[k, 2]) > radius:
-            continue
-        n0 = R[0, 0] * out[k, 3] + R[0, 1] * out[k, 4] + R[0, 2] * out[k, 5]  # the moving normal, fixed frame
-        n1 = R[1, 0] * out[k, 3] + R[1, 1] * out[k, 4] + R[1, 2] * out[k, 5]
-        n2 = R[2, 0] * out[k, 3] + R[2, 1] * out[k, 4] + R[2, 2] * out[k, 5]
-        cos_a = min(max(-(normal[k, 0] * n0 + normal[k, 1] * n1 + normal[k, 2] * n2), -1.0), 1.0)
-        depth[k] = -out[k, 0] * cos_a / math.sqrt(0.5 * (1 + cos_a))  # cos(a/2) = sqrt((1 + cos a) / 2)
-        b0, b1, b2 = normal[k, 0] - n0, normal[k, 1] - n1, normal[k, 2] - n2
-        nb = max(math.sqrt(b0 * b0 + b1 * b1 + b2 * b2), 1e-300)
-        mid[m, 0], mid[m, 1], mid[m, 2] = b0 / nb, b1 / nb, b2 / nb
-        index[m] = k
-        m += 1
+        i, j = k // nv, k % nv
+        top = c
+        whole = True  # all eight neighbours known: the quadratic interpolates, else it extrapolates
+        for a in range(-1, 2):
+            for b in range(-1, 2):
+                x = _known(s, nu, nv, i + a, j + b)
+                if x != x:
+                    whole = False
+                elif x > top:
+                    top = x
+        if top <= 0:
+            continue  # nothing around penetrates: no sub-point can
+        if whole:
+            top = math.inf  # a peak between the centres is the surfaces' own
+        gu, cu = _slopes(_known(s, nu, nv, i - 1, j), c, _known(s, nu, nv, i + 1, j))
+        gv, cv = _slopes(_known(s, nu, nv, i, j - 1), c, _known(s, nu, nv, i, j + 1))
+        pp, pm = _known(s, nu, nv, i + 1, j + 1), _known(s, nu, nv, i + 1, j - 1)
+        mp, mm = _known(s, nu, nv, i - 1, j + 1), _known(s, nu, nv, i - 1, j - 1)
+        cross = 0.25 * (pp - pm - mp + mm) if (pp == pp and pm == pm and mp == mp and mm == mm) else 0.0
+        touching = False
+        for a in range(SUB_SIDE):
+            x = _SUB[a]
+            for b in range(SUB_SIDE):
+                y = _SUB[b]
+                d = min(c + gu * x + gv * y + cu * x * x + cv * y * y + cross * x * y, top)
+                sub[m, a * SUB_SIDE + b] = d
+                touching = touching or d > 0
+        if touching:
+            depth[k] = max(c, 0.0)
+            mid[m, 0], mid[m, 1], mid[m, 2] = mid_all[k, 0], mid_all[k, 1], mid_all[k, 2]
+            index[m] = k
+            m += 1
     return m
 
 
@@ -374,6 +479,8 @@ class _Compartment:
         # the moving table's data footprint: its data_distance field and radius (none: an empty field)
         self.footprint: tuple[_GridField, float] = (_GridField(0.0, 1.0, 0.0, 1.0, np.zeros((0, 0))), math.inf)
         self.index, self.mid = np.zeros(n, np.int64), np.zeros((n, 3))  # the penetrating elements' scratch
+        # the quadratic quadrature's scratch: signed depths, midsurface normals, sub-point depths
+        self.signed, self.mid_all, self.sub = np.zeros(n), np.zeros((n, 3)), np.zeros((n, SUB_POINTS))
         self.O, self.D = np.zeros((n, 3)), np.zeros((n, 3))  # the elements' centres and normals, moving frame
 
 
@@ -398,13 +505,23 @@ class ElementDetector:
         bilinearly at each ray's hit); the springs then have the combined thickness.
     compiled : run the search compiled where it can (every ray warm-started, no window move; the
         Python search otherwise, which is the reference: False runs it always).
+    quadrature : ``"centre"`` (Bei & Fregly: an element is in contact, with its centre's
+        interpenetration over its whole area, when its centre penetrates) or ``"quadratic"`` (the
+        signed interpenetration, smooth across the contact's edge, interpolated quadratically over
+        each element from its neighbours' and sampled at ``SUB_POINTS`` sub-points: the pressure is
+        integrated over the part of the element in contact, so results depend far less on where
+        the element centres fall on a contact a few elements wide). No extra rays either way.
     """
 
     def __init__(self, grids: list[ElementGrid], moving: Source | Mapping[str, Source], *,
                  extent: tuple[int, int] = (7, 7),
                  interpolation: str = "hermite", guesses: dict[str, tuple[float, float]] | None = None,
                  copy_tol: float = 1e-12, margin: float = 2e-4, full_every: int = 50, max_iter: int = 30,
-                 tol: float = 1e-10, moving_thickness: float | str | None = None, compiled: bool = True) -> None:
+                 tol: float = 1e-10, moving_thickness: float | str | None = None, compiled: bool = True,
+                 quadrature: str = "centre") -> None:
+        if quadrature not in QUADRATURES:
+            raise ContactError(f"elastic foundation: unknown quadrature {quadrature!r}; choose {' or '.join(QUADRATURES)}")
+        self.quadrature = quadrature
         guesses = guesses or {}
         tables = dict(moving) if isinstance(moving, Mapping) else {g.name: moving for g in grids}
         missing = [g.name for g in grids if g.name not in tables]
@@ -517,11 +634,16 @@ class ElementDetector:
         g = k.grid
         field, radius = k.footprint
         depth = np.zeros(g.n)
-        m = _penetrating(k.out, near, evaluated, R, g.normal, field.values, field.u0, field.du, field.v0, field.dv,
-                         radius, k.index, depth, k.mid)
+        body = (k.out, near, evaluated, R, g.normal, field.values, field.u0, field.du, field.v0, field.dv, radius)
+        sub = None
+        if self.quadrature == "quadratic":
+            m = _sub_depths(*body, g.shape[0], g.shape[1], k.signed, k.mid_all, k.index, depth, k.mid, k.sub)
+            sub = k.sub[:m].copy()
+        else:
+            m = _penetrating(*body, k.index, depth, k.mid)
         a = k.index[:m].copy()
         h = g.thickness[a] if k.moving_h is None else g.thickness[a] + k.moving_h(k.out[a, 1:3])
-        k.last = ElementContact(g, a, depth, k.mid[:m].copy(), h)
+        k.last = ElementContact(g, a, depth, k.mid[:m].copy(), h, sub)
         return k.last
 
     def _cast(self, k: _Compartment, O: np.ndarray, D: np.ndarray, idx: np.ndarray) -> None:

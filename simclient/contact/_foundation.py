@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from simclient.contact._elements import ElementContact, ElementDetector, ElementGrid
+from simclient.contact._elements import SUB_OFFSETS, ElementContact, ElementDetector, ElementGrid
 from simclient.errors import ContactError
 from simclient.geometry import jit
 from simclient.io import Source
@@ -145,18 +145,17 @@ class CompartmentResult:
 
 
 @jit
-def _resultants(a: np.ndarray, p: np.ndarray, area: np.ndarray, centre: np.ndarray,
-                normal: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float, np.ndarray]:
-    """Net force (N) and torque about the origin (N m) of element forces ``p[m] area[a[m]]`` along
-    ``normal[m]`` at ``centre[a[m]]`` (principle of replacement), the elements' area (m^2), the
-    load ``sum p A`` (N) and the centre of pressure (m; NaN without load)."""
+def _resultants(p: np.ndarray, area: np.ndarray, at: np.ndarray,
+                normal: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    """Net force (N) and torque about the origin (N m) of element forces ``p[m] area[m]`` along
+    ``normal[m]`` at ``at[m]`` (principle of replacement), the load ``sum p A`` (N) and the centre of
+    pressure (m; NaN without load)."""
     F, T, cop = np.zeros(3), np.zeros(3), np.zeros(3)
-    total_area = load = 0.0
-    for m in range(a.shape[0]):
-        k = a[m]
-        pa = p[m] * area[k]
+    load = 0.0
+    for m in range(p.shape[0]):
+        pa = p[m] * area[m]
         f0, f1, f2 = pa * normal[m, 0], pa * normal[m, 1], pa * normal[m, 2]
-        c0, c1, c2 = centre[k, 0], centre[k, 1], centre[k, 2]
+        c0, c1, c2 = at[m, 0], at[m, 1], at[m, 2]
         F[0] += f0
         F[1] += f1
         F[2] += f2
@@ -166,16 +165,28 @@ def _resultants(a: np.ndarray, p: np.ndarray, area: np.ndarray, centre: np.ndarr
         cop[0] += c0 * pa
         cop[1] += c1 * pa
         cop[2] += c2 * pa
-        total_area += area[k]
         load += pa
-    return F, T, total_area, load, cop / load if load > 0 else np.full(3, np.nan)
+    return F, T, load, cop / load if load > 0 else np.full(3, np.nan)
 
 
 def layer_result(contact: ElementContact, layer: LayerLaw) -> CompartmentResult:
-    """Pressures, force and torque of one compartment's contact under ``layer``."""
+    """Pressures, force and torque of one compartment's contact under ``layer``. With sub-points
+    (the ``quadratic`` quadrature) an element's pressure is the mean over its sub-points, its
+    contact area the element's times the share of them in contact, and its force acts at the
+    sub-points' centre of pressure. The peak pressure is the largest element's."""
     g, a = contact.grid, contact.active
-    pa = layer.pressure(contact.depth[a], contact.thickness) if len(a) else np.zeros(0)
-    F, T, area, load, cop = _resultants(a, pa, g.area, g.centre, contact.normal)
+    if contact.sub_depth is None:
+        pa = layer.pressure(contact.depth[a], contact.thickness) if len(a) else np.zeros(0)
+        share, at = np.ones(len(a)), g.centre[a]
+    else:
+        sub = contact.sub_depth
+        ps = layer.pressure(sub.ravel(), np.repeat(contact.thickness, sub.shape[1])).reshape(sub.shape)
+        pa, share = ps.mean(axis=1), (sub > 0).mean(axis=1)
+        # (u, v) offsets of each element's centre of pressure, in element spacings, onto its edges
+        off = ps @ SUB_OFFSETS / np.maximum(ps.sum(axis=1), 1e-300)[:, None]
+        at = g.centre[a] + np.einsum("mi,mij->mj", off, g.edges[a])
+    F, T, load, cop = _resultants(pa, g.area[a], at, contact.normal)
+    area = float(g.area[a] @ share)
     p = np.where(g.usable, 0.0, np.nan)
     p[a] = pa
     return CompartmentResult(g.name, F, T, p, contact.depth, contact.mask, area, float(pa.max(initial=0.0)),

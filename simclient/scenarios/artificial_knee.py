@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 from scipy.interpolate import PchipInterpolator
 
-from simclient.contact import FoundationContact, LayerLaw, LinearLayer, NonlinearLayer, element_grid
+from simclient.contact import QUADRATURES, FoundationContact, LayerLaw, LinearLayer, NonlinearLayer, element_grid
 from simclient.dynamics import NewtonResult, integrate, newton
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.geometry import rx, ry, rz
@@ -113,6 +113,9 @@ class ImplantKneeParams:
                                            "tables 17 x 17 moved 336 times and lost rays)")
     analysis: str = param("both", "static settles, the gait-like cycle or both", choices=("static", "gait", "both"))
     grid: tuple[int, int] = extent_param((30, 30), "elements per compartment")
+    quadrature: str = param("centre", "element quadrature: Bei & Fregly's centre rule, or the interpenetration "
+                            "interpolated quadratically over each element and sampled at sub-points (see "
+                            "ElementDetector)", choices=QUADRATURES)
     pressure_grid: tuple[int, int] = extent_param((50, 50), "elements per compartment of the pressure pass at maximum "
                                                             "load (Bei & Fregly); 0x0: none")
     body_weight: float = 700.0
@@ -202,7 +205,7 @@ class ImplantKnee:
         grids = [element_grid(self.insert, name, (h.u0, h.u1), (h.v0, split) if d.uv[1] < split else (split, h.v1),
                               p.grid, "thickness") for name, d in dish.items()]
         self.contact = FoundationContact(grids, self.condyles or self.femoral, MATERIALS[p.material],
-                                         extent=self.window_extent(),
+                                         extent=self.window_extent(), quadrature=p.quadrature,
                                          guesses={n: c.uv for n, c in condyle.items()}, margin=p.margin,
                                          full_every=p.full_every)
         # neutral pose: condyles above the dish bottoms (AP, ML), just touching (SI)

@@ -134,13 +134,17 @@ def press(tables: Path, indenter: str, layer: LayerLaw, depth: float, thickness:
 
 
 def pressed(tables: Path, indenter: str, layer: LayerLaw, depth: float, thickness: float, n: int = 80,
-            half_width: float = 0.004) -> CompartmentResult:
-    """:func:`press`'s whole result (force, pressures, area), the indenter's window its whole table."""
+            half_width: float = 0.004, shift: tuple[float, float] = (0.0, 0.0),
+            quadrature: str = "centre") -> CompartmentResult:
+    """:func:`press`'s whole result (force, pressures, area), the indenter's window its whole table;
+    ``shift`` (m) moves the element grid in the layer's plane."""
     fixed, moving = open_surface(locate("ef_layer", tables=tables)), open_surface(locate(indenter, tables=tables))
-    grid = element_grid(fixed, "layer", (-half_width, half_width), (-half_width, half_width), (n, n), thickness)
+    (x, y), w = shift, half_width
+    grid = element_grid(fixed, "layer", (x - w, x + w), (y - w, y + w), (n, n), thickness)
     hm = moving.header
     lowest = moving.read_block(0, hm.n_rec_u, 0, hm.n_rec_v)[..., 4].min()
-    contact = FoundationContact([grid], moving, layer, extent=(hm.n_rec_u, hm.n_rec_v))  # (the whole indenter)
+    contact = FoundationContact([grid], moving, layer, extent=(hm.n_rec_u, hm.n_rec_v),  # (the whole indenter)
+                                quadrature=quadrature)
     I = np.eye(3)
     return contact.evaluate(I, np.zeros(3), I, np.array([0.0, 0.0, -lowest - depth]))["layer"]
 
