@@ -124,6 +124,8 @@ def load_data(path: str | Path, units: str = "m", crop: Sequence[str] = (),
     if not path.is_file():
         raise FitError(f"{path}: no such file")
     suffix = path.suffix.lower()
+    if keep_faces is not None and suffix in (".xyz", ".csv", ".txt"):
+        raise FitError(f"{path}: a point cloud has no triangle normals to leave walls out by (max_tilt_deg)")
     normals = footprint = mean_normal = None
     try:
         if suffix in (".xyz", ".csv", ".txt"):
@@ -133,8 +135,6 @@ def load_data(path: str | Path, units: str = "m", crop: Sequence[str] = (),
             pts = pts[:, :3] if pts.size else np.zeros((0, 3))
             if crop and pts.shape[1:] == (3,):
                 pts = pts[keep(pts)]
-            if keep_faces is not None:
-                raise FitError(f"{path}: a point cloud has no triangle normals to leave walls out by (max_tilt_deg)")
         else:
             import trimesh
 
@@ -150,8 +150,6 @@ def load_data(path: str | Path, units: str = "m", crop: Sequence[str] = (),
                 mean_normal = (mesh.face_normals * area[:, None]).sum(axis=0) / max(area.sum(), 1e-300)
                 normals = np.asarray(mesh.vertex_normals, dtype=np.float64)
                 footprint = np.concatenate([pts, mesh.triangles_center]) * UNITS[units]
-    except FitError:
-        raise
     except Exception as exc:  # readers raise assorted errors for unreadable files
         raise FitError(f"{path}: cannot read ({exc})") from None
     if pts.ndim != 2 or pts.shape[0] == 0 or pts.shape[1] != 3:
@@ -802,6 +800,8 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
     par, why = choose_parametrization(data, d.get("param", "auto"), d.get("axis"))
     walls = 0
     if d.get("max_tilt_deg") is not None:
+        # read again without the walls: which triangles are walls depends on the parametrization,
+        # chosen (its axis from the normals) on all the data (a mesh is read in milliseconds)
         everything = len(data.points)
         data = load_data(path, units, crop, _facing(par, d["max_tilt_deg"]))
         walls = everything - len(data.points)
@@ -833,7 +833,8 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
     flip = bool(np.median(agree) < 0)
     extras: dict[str, Callable[[np.ndarray], np.ndarray]] = {"data_distance": _data_distance(tree)}
     report = {**fit.report, "input": str(path), "units": units, "parametrization_chosen": why, "crop": crop,
-              "max_tilt_deg": d.get("max_tilt_deg"), "points_left_out": walls, "footprint_radius_m": radius, "footprint_fraction": float(inside.mean()), "flipped": flip}
+              "max_tilt_deg": d.get("max_tilt_deg"), "points_left_out": walls, "footprint_radius_m": radius,
+              "footprint_fraction": float(inside.mean()), "flipped": flip}
     if "back" in d:
         thick = _thickness(str(d["back"]), units, base)
         oriented = probe.copy()
