@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import warnings
@@ -7,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+from scipy.optimize import brentq
 
 from simclient.bench import StoreProcess, free_port  # noqa: F401  (re-exported for the tests)
 
@@ -49,3 +51,13 @@ def store(sample_tables):
     s = StoreProcess(sample_tables)
     yield s
     s.stop()
+
+
+def paraboloid_strain_ratios(eps0: float) -> tuple[float, float]:
+    """Large / small strain at equal force on an elastic foundation pressed by a paraboloidal gap
+    (radii R1, R2), closed form: the force is 2 pi sqrt(R1 R2) h M int_0^e f(s) ds for the peak
+    strain e (f(s) = s small, -ln(1 - s) large), the area 2 pi sqrt(R1 R2) h e, the peak pressure
+    M f(e). Returns the peak pressure's and the area's ratios for the small-strain peak strain
+    ``eps0``."""
+    e = brentq(lambda e: 2 * ((1 - e) * math.log(1 - e) + e) - eps0**2, 1e-9, 0.999)
+    return -math.log(1 - e) / eps0, e / eps0

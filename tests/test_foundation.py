@@ -19,6 +19,8 @@ from simclient.geometry import rotation_matrix
 from simclient.io import open_surface
 from simclient.scenarios.validate import press, pressed, run_cases
 
+from conftest import paraboloid_strain_ratios
+
 I3 = np.eye(3)
 
 
@@ -57,15 +59,6 @@ def test_quadratic_quadrature_integrates_a_contact_a_few_elements_wide(sample_ta
     assert centre[0] > 0.03 and centre[1] > 0.2  # measured: force -4.8..+4.0 %, area -36..+22 %
 
 
-def _strain_ratios(eps0: float) -> tuple[float, float]:
-    """Large / small strain at equal force on a paraboloidal gap (radii R1, R2), closed form: the
-    force is 2 pi sqrt(R1 R2) h M int_0^e f(s) ds for the peak strain e (f(s) = s small, -ln(1 - s)
-    large), the area 2 pi sqrt(R1 R2) h e, the peak pressure M f(e). Returns the peak pressure's and
-    the area's ratios for the small-strain peak strain ``eps0``."""
-    e = brentq(lambda e: 2 * ((1 - e) * math.log(1 - e) + e) - eps0**2, 1e-9, 0.999)
-    return -math.log(1 - e) / eps0, e / eps0
-
-
 def test_large_and_small_strain_at_equal_force_follow_the_closed_form(sample_tables):
     """The elliptic paraboloid (R1 = 20 mm, R2 = 50 mm) pressed into a 1 mm layer to a small-strain
     peak strain of 0.25, then the large-strain law pressed to the same force: peak pressure 1.094x,
@@ -77,7 +70,7 @@ def test_large_and_small_strain_at_equal_force_follow_the_closed_form(sample_tab
     depth = brentq(lambda d: press(sample_tables, "ef_paraboloid", large, d, h, n, half) - a.force[2],
                    0.9 * eps0 * h, eps0 * h, xtol=1e-12)
     b = pressed(sample_tables, "ef_paraboloid", large, depth, h, n, half)
-    peak, area = _strain_ratios(eps0)
+    peak, area = paraboloid_strain_ratios(eps0)
     assert peak == pytest.approx(1.0943, abs=1e-4) and area == pytest.approx(0.9574, abs=1e-4)
     assert b.peak_pressure / a.peak_pressure == pytest.approx(peak, rel=2e-3)
     assert b.area / a.area == pytest.approx(area, rel=1e-2)  # (areas count whole elements: 3400 here)

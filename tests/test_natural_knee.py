@@ -1,23 +1,58 @@
-"""Bei & Fregly's natural knee on the lenhart2015 tibial cartilage of ../shared/data (skipped where
-absent): equilibrium, small against large strain, bad input."""
+"""Bei & Fregly's natural knee: the congruent femoral stand-in (always), and the model on the
+lenhart2015 tibial cartilage of ../shared/data (skipped where absent): equilibrium, small against
+large strain beside Table 3, bad input."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
-from conftest import ROOT, SHARED_DATA, build_definition, run_cli
+from conftest import ROOT, SHARED_DATA, build_definition, paraboloid_strain_ratios, run_cli
+
+from simclient.io import MemorySource
+from simclient.scenarios.artificial_knee import femoral_rotation
+from simclient.scenarios.natural_knee import TABLE_3, conforming_condyle
+from surfacestore.format import NFIELDS, Header
 
 DATA = SHARED_DATA / "lenhart2015"
-pytestmark = pytest.mark.skipif(not DATA.exists(), reason="../shared/data/lenhart2015 is absent")
+
+
+def test_conforming_condyle_is_the_plateau_lifted_by_the_paraboloid():
+    """On a flat plateau (y = 0, u along z, v along x, normal +y) the condyle is the paraboloid
+    y = ((x - cx)^2 + (z - cz)^2) / (2 R): points, partials and the outward normal (facing the
+    tibia) against their closed forms, rotated into the femoral frame, over the records asked for."""
+    n, d = 41, 0.001
+    u, v = np.meshgrid(np.arange(n) * d - 0.02, np.arange(n) * d - 0.02, indexing="ij")
+    pts = np.zeros((n, n, NFIELDS))
+    pts[..., 0], pts[..., 1], pts[..., 2], pts[..., 4] = u, v, v, u  # x = v, z = u
+    pts[..., 6], pts[..., 10], pts[..., 11] = 1.0, 1.0, 1.0  # n = +y, tu = +z, tv = +x
+    plateau = MemorySource(Header(n, n, 8, 8, -0.02, -0.02, d, d), pts, "plateau")
+    (cx, cz), R, rot = (0.003, -0.004), 0.05, femoral_rotation(0.02, -0.1, 0.5)
+    condyle = conforming_condyle(plateau, (1, 4), (cx, cz), R, rot, "condyle")
+    h = condyle.header
+    assert (h.v_npts, h.v0, h.normal_sign, h.n_rec_v) == (24, pytest.approx(-0.012), -1, 3)
+    got = condyle.read_block(0, h.n_rec_u, 0, h.n_rec_v)
+    back = {k: got[..., k:k + 3] @ rot.T for k in (2, 5, 8, 11)}  # to the tibia's frame
+    x, z = back[2][..., 0], back[2][..., 2]
+    np.testing.assert_allclose(got[..., 1], np.broadcast_to(h.v0 + np.arange(24) * d, (n, 24)), atol=1e-12)
+    np.testing.assert_allclose(x, got[..., 1], atol=1e-15)
+    np.testing.assert_allclose(back[2][..., 1], ((x - cx) ** 2 + (z - cz) ** 2) / (2 * R), atol=1e-15)
+    up = np.stack([-(x - cx) / R, np.ones_like(x), -(z - cz) / R], axis=-1)
+    np.testing.assert_allclose(back[5], -up / np.linalg.norm(up, axis=-1, keepdims=True), atol=1e-14)
+    np.testing.assert_allclose(back[8], np.stack([0 * x, (z - cz) / R, 1 + 0 * x], axis=-1), atol=1e-14)
+    np.testing.assert_allclose(back[11], np.stack([1 + 0 * x, (x - cx) / R, 0 * x], axis=-1), atol=1e-14)
+    assert np.all(plateau.points[..., 3] == 0)  # the plateau itself is untouched
 
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
+    if not DATA.exists():
+        pytest.skip("../shared/data/lenhart2015 is absent")
     from simclient.scenarios import ensure_sample_tables
 
     out = build_definition(ROOT / "sample_surfaces" / "real" / "natural_knee.toml", tmp_path_factory.mktemp("natural"))
-    ensure_sample_tables(out, names=["natural_femoral_medial", "natural_femoral_lateral"])
+    ensure_sample_tables(out, names=["ground"])
     return out
 
 
@@ -25,25 +60,57 @@ def _run(tables, *args):
     return run_cli("run", "natural-knee", "--tables", str(tables), *args)
 
 
-def test_static_settle_balances_the_load_with_small_and_large_strain(tables, tmp_path):
-    r = _run(tables, "--json", "--out", str(tmp_path))
+@pytest.fixture(scope="module")
+def settled(tables, tmp_path_factory):
+    """The default run's JSON summary and its ``--out`` folder."""
+    out = tmp_path_factory.mktemp("natural_out")
+    r = _run(tables, "--json", "--out", str(out))
     assert r.returncode == 0, r.stderr
-    s = json.loads(r.stdout)
+    return json.loads(r.stdout), out
+
+
+def test_static_settle_beside_table_3(settled):
+    """The relative radii and the load line are set from Table 3's small-strain areas and force
+    split; what follows is compared with the rest of Table 3 and with the closed form."""
+    s, out = settled
+    K = (1 - s["nu"]) * s["E_Pa"] / ((1 + s["nu"]) * (1 - 2 * s["nu"]))  # aggregate modulus, Pa
     for strain in ("small", "large"):
         # the compartments carry the axial load (vertical components; the principle of replacement)
         assert s["force_sum_over_load"][strain] == pytest.approx(1.0, abs=0.01)
-        for side in ("medial", "lateral"):
-            c = s["strain"][strain]["compartments"][side]
-            assert c["active_elements"] > 20 and c["peak_pressure_Pa"] > c["mean_pressure_Pa"] > 0
+        assert s["strain"][strain]["residual_force_N"] < 1e-3
+    small = s["strain"]["small"]["compartments"]
     ratio = s["large_over_small"]
-    for side in ("medial", "lateral"):
-        # Bei & Fregly's pattern: the same force, a stiffer law at large strain gives a higher peak
-        # pressure on a smaller area
-        assert ratio[side]["force_N"] == pytest.approx(1.0, abs=0.02)
-        assert ratio[side]["peak_pressure_Pa"] > 1.0 and ratio[side]["area_m2"] < 1.0
-    assert (tmp_path / "natural_knee_pressure.png").stat().st_size > 10_000
+    for side, bf_peak_ratio in (("medial", 4.216 / 3.893), ("lateral", 4.225 / 3.854)):
+        paper = TABLE_3["small"][side]
+        # set from Table 3 (the calibration holds)
+        assert small[side]["area_m2"] == pytest.approx(paper[4], rel=0.02)
+        # predicted: the small-strain peak pressure within 10 % of Table 3's (measured -8 / +8 %)
+        assert small[side]["peak_pressure_Pa"] == pytest.approx(paper[2], rel=0.1)
+        # Bei & Fregly's large / small strain: equal force, peak pressure 1.083 / 1.096 (measured
+        # 1.087 / 1.102)
+        assert ratio[side]["force_N"] == pytest.approx(1.0, abs=0.01)
+        assert ratio[side]["peak_pressure_Pa"] == pytest.approx(bf_peak_ratio, rel=0.01)
+        # both ratios where the paraboloidal gap's closed form puts them for this peak strain
+        peak, area = paraboloid_strain_ratios(small[side]["peak_pressure_Pa"] / K)
+        assert ratio[side]["peak_pressure_Pa"] == pytest.approx(peak, rel=0.01)
+        assert ratio[side]["area_m2"] == pytest.approx(area, rel=0.015)
+    assert (out / "natural_knee_pressure.png").stat().st_size > 10_000
+
+
+@pytest.mark.xfail(strict=True, reason="Bei & Fregly's equal areas (1.000 / 0.993): on an elastic foundation the "
+                   "peak ratios they report come with 4-5 % less area (closed form; measured 0.954 / 0.951)")
+def test_large_strain_keeps_the_contact_area_within_3_percent(settled):
+    s, _ = settled
+    assert all(s["large_over_small"][side]["area_m2"] > 0.97 for side in ("medial", "lateral"))
 
 
 def test_a_tibial_table_without_thickness_is_an_error(tables):
-    r = _run(tables, "--tibial", str(tables / "natural_femoral_medial.zarr"))
+    r = _run(tables, "--tibial", str(tables / "ground.zarr"))
     assert r.returncode == 1 and "no 'thickness' field" in r.stderr
+
+
+@pytest.mark.parametrize("option, value, message", [("--medial-radius", "-0.05", "medial_radius must be positive"),
+                                                    ("--medial-share", "1.5", "medial_share must lie in [0, 1]")])
+def test_bad_parameters_are_errors(tables, option, value, message):
+    r = _run(tables, option, value)
+    assert r.returncode == 1 and message in r.stderr

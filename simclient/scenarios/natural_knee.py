@@ -4,35 +4,49 @@
 The tibial cartilage of the lenhart2015 healthy right knee (``natural_tibial_cartilage``, fitted by
 ``sample_surfaces/real/natural_knee.toml``; both plateaus in one table, its ``thickness`` field the
 distance to the tibia bone) is the fixed body; element grids cover each plateau (split at the gap
-between them, z = 1 mm; medial: z < 0 in this frame, +x anterior, +y superior, +z lateral). No
-femoral cartilage mesh is available, so each femoral condyle is a stated ellipsoid placed over its
-plateau (``sample_surfaces/natural_knee_femur.toml``) carrying a 2 mm cartilage layer: the springs
-have the combined thickness (Bei & Fregly's one combined layer). E = 4 MPa, nu = 0.45 (Table 3's),
-small strain (eq. 1) or large strain (eq. 2).
+between them, z = 1 mm; medial: z < 0 in this frame, +x anterior, +y superior, +z lateral).
+
+No femoral cartilage mesh is available, so each femoral condyle is a stand-in congruent with its
+plateau (:func:`conforming_condyle`): the tibial cartilage table's own records over the
+compartment, lifted along +y by a paraboloidal clearance ``r^2 / (2 R)`` (r the x-z distance from
+the compartment's centroid, R the femur-tibia relative radius of curvature), facing down, and
+carrying a 2 mm cartilage layer: the springs have the combined thickness (Bei & Fregly's one
+combined layer). What the contact sees of two surfaces is their gap, and this stand-in states the
+gap directly, as Hertz theory does with relative radii; an analytic condyle (an ellipsoid, as
+before) rests on the real plateau's high spots and spine instead and carries the load on half of
+Bei & Fregly's areas. The one unknown per compartment, R, is set from one published figure each:
+R = 53.3 mm medially and 22.35 mm laterally give Table 3's small-strain contact areas (344.7 /
+234.3 mm^2); the large-strain figures are then predictions. The stand-in is built at the
+settle's pose (30 deg flexion), so the flexion angle does not enter the contact. E = 4 MPa,
+nu = 0.45 (Table 3's), small strain (eq. 1) or large strain (eq. 2); the quadratic element
+quadrature (areas that do not step with whole elements).
 
 The model is the artificial knee's (:class:`simclient.scenarios.artificial_knee.ImplantKnee`):
 flexion 30 deg, internal-external rotation and anterior-posterior translation held; superior-
 inferior and medial-lateral translation and varus-valgus rotation in equilibrium with the load,
 found by settling from the first touch and Newton. Assumptions (not in the paper for this knee):
-the load of 1000 N acts along -y through the point midway between the compartments' centroids
-(Bei & Fregly's split came out 52/48 medial/lateral); 30 x 30 elements per compartment (theirs:
-20 x 15), femoral cartilage 2 mm.
+the load of 1000 N acts along -y through the point 54.5 % of the way from the lateral to the
+medial compartment's centroid, which gives Table 3's split (medial / lateral force 1.10; a load
+midway gives 0.97); 30 x 30 elements per compartment (theirs: 20 x 15), femoral cartilage 2 mm,
+the relative radii above.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from simclient.contact import FoundationContact, LinearLayer, element_grid
+from simclient.contact import QUADRATURES, FoundationContact, LinearLayer, element_grid
 from simclient.errors import ContactError, ParameterError, SimulationError
-from simclient.io import Source, read_field
+from simclient.io import MemorySource, Source
 from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_positive, extent_param, param
-from simclient.scenarios.artificial_knee import REPORT_ROWS, ImplantKnee, ImplantKneeParams
+from simclient.scenarios.artificial_knee import REPORT_ROWS, ImplantKnee, ImplantKneeParams, femoral_rotation
+from surfacestore.format import RecordBlock
 
 __all__ = ["NaturalKneeParams", "NaturalKnee", "natural_knee", "TABLE_3"]
 
@@ -41,6 +55,7 @@ TABLE_3 = {"large": {"medial": (565.6, 14.17, 4.216e6, 1.640e6, 344.9e-6), "late
            "small": {"medial": (565.5, 14.27, 3.893e6, 1.640e6, 344.7e-6), "lateral": (513.1, 7.146, 3.854e6, 2.190e6, 234.3e-6)}}
 KEYS = ("force_N", "torque_Nm", "peak_pressure_Pa", "mean_pressure_Pa", "area_m2")
 SPLIT_Z = 0.001  # m: the gap between the plateaus in the lenhart2015 frame
+FLEXION_DEG = 30.0  # Bei & Fregly's pose
 
 
 @dataclass(frozen=True)
@@ -48,14 +63,23 @@ class NaturalKneeParams:
     """Model parameters (SI); see the module docstring for the assumptions."""
 
     load_N: float = param(1000.0, "axial load", "N")
-    flexion_deg: float = param(30.0, "flexion", "deg")
     E: float = param(4e6, "cartilage Young's modulus", "Pa")
     nu: float = param(0.45, "cartilage Poisson's ratio")
     femoral_thickness: float = param(0.002, "femoral cartilage thickness", "m")
+    medial_radius: float = param(0.0533, "femur-tibia relative radius of curvature, medial compartment (Table 3's "
+                                 "small-strain area)", "m")
+    lateral_radius: float = param(0.02235, "femur-tibia relative radius of curvature, lateral compartment (Table 3's "
+                                  "small-strain area)", "m")
+    medial_share: float = param(0.545, "the load line's place between the compartments' centroids, from lateral (0) "
+                                "to medial (1) (Table 3's force split)")
     grid: tuple[int, int] = extent_param((30, 30), "elements per compartment")
+    quadrature: str = param("quadratic", "element quadrature (see ElementDetector): the centre rule counts whole "
+                            "elements, so its areas step by 1-3 % here", choices=QUADRATURES)
 
     def __post_init__(self) -> None:
-        check_positive(self, "natural-knee", "load_N", "E", "femoral_thickness")
+        check_positive(self, "natural-knee", "load_N", "E", "femoral_thickness", "medial_radius", "lateral_radius")
+        if not 0 <= self.medial_share <= 1:
+            raise ParameterError(f"natural-knee: medial_share must lie in [0, 1], got {self.medial_share}")
         if not 0 <= self.nu < 0.5:
             raise ParameterError(f"natural-knee: nu must lie in [0, 0.5), got {self.nu}")
         if self.femoral_thickness > 0.01:
@@ -63,58 +87,95 @@ class NaturalKneeParams:
                                  "thicker than the joint allows (at most 10 mm)")
 
 
+def conforming_condyle(tibial: MemorySource, records: tuple[int, int], centre: tuple[float, float], radius: float,
+                       rotation: np.ndarray, name: str) -> MemorySource:
+    """A femoral condyle congruent with a tibial plateau: the tibial table's records ``[rj0, rj1)``
+    (every u) lifted along +y by ``((x - cx)^2 + (z - cz)^2) / (2 radius)`` (``centre`` = (cx, cz),
+    m; ``radius`` the relative radius of curvature, m), normals facing -y (the tibia), positions,
+    normals and tangents expressed in the femoral frame whose rotation in the tibia's frame is
+    ``rotation`` (the femoral origin at the tibia's)."""
+    h = tibial.header
+    i0, i1, j0, j1 = h.block_points(RecordBlock(0, h.n_rec_u, *records))
+    pts = tibial.points[i0:i1, j0:j1].copy()
+    slope = (pts[..., [2, 4]] - centre) / radius  # d(lift)/dx, d(lift)/dz
+    pts[..., 3] += 0.5 * radius * (slope ** 2).sum(-1)
+    for t in (8, 11):  # the lifted surface's partials: tu + (d lift / du) e_y, likewise tv
+        pts[..., t + 1] += slope[..., 0] * pts[..., t] + slope[..., 1] * pts[..., t + 2]
+    n = np.cross(pts[..., 8:11], pts[..., 11:14])
+    pts[..., 5:8] = -n / np.linalg.norm(n, axis=-1, keepdims=True)
+    for k in (2, 5, 8, 11):  # to the femoral frame: R^T x (row vectors: x R)
+        pts[..., k:k + 3] = pts[..., k:k + 3] @ rotation
+    header = replace(h, v_npts=j1 - j0, v0=h.v0 + j0 * h.dv, normal_sign=-1, extras=(), bbox=None, rmax=None,
+                     digest="", source={"family": "conforming", "tibial": tibial.name, "records_v": list(records),
+                                        "centre_xz_m": list(centre), "relative_radius_m": radius})
+    return MemorySource(header, pts, name)
+
+
 @dataclass
 class NaturalKnee(ImplantKnee):
-    """The artificial knee's model with cartilage: ``insert`` is the tibial cartilage table,
-    ``condyles`` the femoral condyle tables (``femoral`` is unused)."""
+    """The artificial knee's model with cartilage: ``insert`` is the tibial cartilage table (held in
+    memory), the femoral condyles are built on it (:func:`conforming_condyle`; ``femoral`` and
+    ``condyles`` are unused)."""
 
     layer: LinearLayer = field(default_factory=lambda: LinearLayer(4e6, 0.45))
     femoral_thickness: float = 0.002
+    radii: tuple[float, float] = (NaturalKneeParams.medial_radius, NaturalKneeParams.lateral_radius)  # m, medial, lateral
 
     def __post_init__(self) -> None:
         h = self.insert.header
-        if "thickness" not in h.extras:
-            raise ParameterError(f"natural-knee: the tibial table {self.insert.name!r} has no 'thickness' field; build "
-                                 "it with a back surface (sample_surfaces/real/natural_knee.toml)")
-        if self.condyles is None:
-            raise ParameterError("natural-knee: the femoral condyle tables are needed")
-        pts = self.insert.read_block(0, h.n_rec_u, 0, h.n_rec_v)
-        inside = read_field(self.insert, "data_distance") <= h.source["fit"]["footprint_radius_m"]
+        missing = [f"{x!r} field" for x in ("thickness", "data_distance") if x not in h.extras]
+        if missing or "fit" not in h.source:
+            raise ParameterError(f"natural-knee: the tibial table {self.insert.name!r} has no "
+                                 f"{' or '.join(missing or ['fit report'])}; build it as a fit with a back surface "
+                                 "(sample_surfaces/real/natural_knee.toml)")
+        tibial = MemorySource.load(self.insert)
+        pts = tibial.points
+        inside = tibial.fields["data_distance"] <= h.source["fit"]["footprint_radius_m"]
         # the planar fit's v runs along z (nearly): split where the points cross z = SPLIT_Z
         v_split = float(np.median(pts[..., 1][np.abs(pts[..., 4] - SPLIT_Z) < 5e-4]))
-        low, high = (h.v0, v_split), (v_split, h.v1)
+        j_split = round((v_split - h.v0) / h.dv)
+        r_split = j_split // h.v_pts
+        low, high = ((h.v0, v_split), (0, r_split + 1)), ((v_split, h.v1), (r_split, h.n_rec_v))
         if pts[..., 4][pts[..., 1] < v_split].mean() > SPLIT_Z:  # v runs along -z
             low, high = high, low
         sides = {"medial": (low, pts[..., 4] < SPLIT_Z), "lateral": (high, pts[..., 4] > SPLIT_Z)}
         grids = [element_grid(self.insert, name, (h.u0, h.u1), v_range, self.params.grid, "thickness")
-                 for name, (v_range, _) in sides.items()]
+                 for name, ((v_range, _), _) in sides.items()]
+        centroids = {n: (float(pts[..., 2][inside & sel].mean()), float(pts[..., 4][inside & sel].mean()))
+                     for n, (_, sel) in sides.items()}  # (x, z), m
+        rotation = femoral_rotation(0.0, 0.0, math.radians(FLEXION_DEG))
+        self.condyles = {n: conforming_condyle(tibial, records, centroids[n], radius, rotation,
+                                               f"{n} condyle on {self.insert.name}")
+                         for (n, ((_, records), _)), radius in zip(sides.items(), self.radii)}
         self.contact = FoundationContact(grids, self.condyles, self.layer, extent=self.window_extent(),
-                                         moving_thickness=self.femoral_thickness, margin=self.params.margin,
-                                         full_every=self.params.full_every)
-        self.neutral = np.zeros(3)  # the femoral tables are placed in the tibia's frame
-        self.centres = {n: float(pts[..., 4][inside & sel].mean()) for n, (_, sel) in sides.items()}
+                                         moving_thickness=self.femoral_thickness, quadrature=self.params.quadrature,
+                                         margin=self.params.margin, full_every=self.params.full_every)
+        self.neutral = np.zeros(3)  # the condyles are built in the tibia's frame, at the settle's pose
+        self.centres = {n: c[1] for n, c in centroids.items()}
         self.load_z = self.params.medial_share * self.centres["medial"] + (1 - self.params.medial_share) \
             * self.centres["lateral"]
 
 
-def natural_knee(tibial: Source, condyles: dict[str, Source], params: NaturalKneeParams | None = None,
+def natural_knee(tibial: Source, params: NaturalKneeParams | None = None,
                  out: str | Path | None = None, progress: Progress | None = None) -> Summary:
     """The static settle with small and large strain; the summary's ``strain`` -> ``small`` /
     ``large`` -> ``compartments`` (the artificial knee's keys), the large/small ratios and Table 3."""
     p = params or NaturalKneeParams()
     say = progress or (lambda s: None)
     t0 = time.perf_counter()
-    base = ImplantKneeParams(grid=p.grid, medial_share=0.5)
-    values: dict[str, Any] = {"status": "ok", "load_N": p.load_N, "flexion_deg": p.flexion_deg, "E_Pa": p.E,
-                              "nu": p.nu, "femoral_thickness_m": p.femoral_thickness, "element_grid": list(p.grid),
-                              "strain": {}}
+    base = ImplantKneeParams(grid=p.grid, medial_share=p.medial_share, quadrature=p.quadrature)
+    values: dict[str, Any] = {"status": "ok", "load_N": p.load_N, "flexion_deg": FLEXION_DEG, "E_Pa": p.E,
+                              "nu": p.nu, "femoral_thickness_m": p.femoral_thickness,
+                              "relative_radius_m": {"medial": p.medial_radius, "lateral": p.lateral_radius},
+                              "medial_share": p.medial_share, "element_grid": list(p.grid),
+                              "quadrature": p.quadrature, "strain": {}}
     knees = {}
     try:
         for strain in ("small", "large"):
             say(f"static settle, {strain} strain")
-            knee = NaturalKnee(tibial, tibial, base, condyles, LinearLayer(p.E, p.nu, strain == "large"),
-                               p.femoral_thickness)
-            y, r = knee.static(p.flexion_deg, p.load_N)
+            knee = NaturalKnee(tibial, tibial, base, None, LinearLayer(p.E, p.nu, strain == "large"),
+                               p.femoral_thickness, (p.medial_radius, p.lateral_radius))
+            y, r = knee.static(FLEXION_DEG, p.load_N)
             knees[strain] = (knee, r)
             values["strain"][strain] = {
                 "compartments": {n: c.summary() for n, c in r["results"].items()},
@@ -138,15 +199,13 @@ def natural_knee(tibial: Source, condyles: dict[str, Source], params: NaturalKne
 
 
 class NaturalKneeScenario(Scenario, name="natural-knee", params=NaturalKneeParams,
-                          tables={"tibial": "natural_tibial_cartilage", "femoral_medial": "natural_femoral_medial",
-                                  "femoral_lateral": "natural_femoral_lateral"},
+                          tables={"tibial": "natural_tibial_cartilage"},
                           title="Bei & Fregly 2004: the natural knee's static contact on a real tibial cartilage "
                                 "(Table 3), small and large strain"):
 
     def run(self, params: NaturalKneeParams, tables: Tables, *, out: Path | None = None,
             progress: Progress | None = None) -> Summary:
-        condyles = {s: tables.open(f"femoral_{s}", self.tables[f"femoral_{s}"]) for s in ("medial", "lateral")}
-        return natural_knee(tables.open("tibial", self.tables["tibial"]), condyles, params, out=out, progress=progress)
+        return natural_knee(tables.open("tibial", self.tables["tibial"]), params, out=out, progress=progress)
 
     def report(self, summary: Summary) -> str:
         lines = [f"natural-knee: {summary['load_N']:g} N at {summary['flexion_deg']:g} deg flexion, E = "
