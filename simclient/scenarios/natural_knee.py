@@ -48,7 +48,7 @@ from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check
 from simclient.scenarios.artificial_knee import REPORT_ROWS, ImplantKnee, ImplantKneeParams, femoral_rotation
 from surfacestore.format import RecordBlock
 
-__all__ = ["NaturalKneeParams", "NaturalKnee", "natural_knee", "TABLE_3"]
+__all__ = ["NaturalKneeParams", "NaturalKnee", "natural_knee", "conforming_condyle", "TABLE_3"]
 
 #: Bei & Fregly's Table 3 (their knee): strain -> side -> (force N, torque N m, peak Pa, mean Pa, area m^2)
 TABLE_3 = {"large": {"medial": (565.6, 14.17, 4.216e6, 1.640e6, 344.9e-6), "lateral": (513.7, 7.145, 4.225e6, 2.208e6, 232.6e-6)},
@@ -114,8 +114,8 @@ def conforming_condyle(tibial: MemorySource, records: tuple[int, int], centre: t
 @dataclass
 class NaturalKnee(ImplantKnee):
     """The artificial knee's model with cartilage: ``insert`` is the tibial cartilage table (held in
-    memory), the femoral condyles are built on it (:func:`conforming_condyle`; ``femoral`` and
-    ``condyles`` are unused)."""
+    memory); the femoral ``condyles`` are built on it (:func:`conforming_condyle`), whatever was
+    passed (``femoral`` is unused)."""
 
     layer: LinearLayer = field(default_factory=lambda: LinearLayer(4e6, 0.45))
     femoral_thickness: float = 0.002
