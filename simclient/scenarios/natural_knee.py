@@ -128,7 +128,7 @@ class NaturalKnee(ImplantKnee):
             raise ParameterError(f"natural-knee: the tibial table {self.insert.name!r} has no "
                                  f"{' or '.join(missing or ['fit report'])}; build it as a fit with a back surface "
                                  "(sample_surfaces/real/natural_knee.toml)")
-        tibial = MemorySource.load(self.insert)
+        tibial = self.insert if isinstance(self.insert, MemorySource) else MemorySource.load(self.insert)
         pts = tibial.points
         inside = tibial.fields["data_distance"] <= h.source["fit"]["footprint_radius_m"]
         # the planar fit's v runs along z (nearly): split where the points cross z = SPLIT_Z
@@ -170,6 +170,7 @@ def natural_knee(tibial: Source, params: NaturalKneeParams | None = None,
                               "medial_share": p.medial_share, "element_grid": list(p.grid),
                               "quadrature": p.quadrature, "strain": {}}
     knees = {}
+    tibial = MemorySource.load(tibial)  # read once: both settles build their grids and condyles on it
     try:
         for strain in ("small", "large"):
             say(f"static settle, {strain} strain")
