@@ -146,14 +146,22 @@ def test_knee3d_runs_to_80_degrees(sample_tables):
 
 
 def test_knee3d_placement_study(sample_tables):
-    """The placement study runs every case and reports the thesis' behaviours per case; the first
+    """The placement study runs its cases and reports the thesis' behaviours per case; the first
     contact is medial wherever the medial condyle starts no farther from its plateau (R25), and
-    the behaviour flags agree with the run's own keys."""
+    the behaviour flags agree with the run's own keys. A Latin square of its 54 cases (18: both
+    readings, each distance, gap and drop three times) keeps the suite short; `simclient study
+    knee3d-placement` runs all."""
+    import dataclasses
+
     from simclient.scenarios.studies import STUDIES, run_study
 
     study = STUDIES["knee3d-placement"]
-    summary, cases = run_study(study, Tables(folder=sample_tables), workers=2)
-    assert len(summary["cases"]) == len(study.cases) == 54
+    assert len(study.cases) == 54
+    # case i is reading i // 27, distance i // 9 % 3, gap i // 3 % 3, drop i % 3
+    part = dataclasses.replace(study, cases=tuple(c for i, c in enumerate(study.cases)
+                                                  if (i // 9 + i // 3 + i) % 3 == 0))
+    summary, cases = run_study(part, Tables(folder=sample_tables), workers=2)
+    assert len(summary["cases"]) == 18
     for c in summary["cases"]:
         assert c["status"] == "ok", c["case"]
         assert c["thesis"]["R25"] and c["first_contact"] == "medial"
@@ -192,7 +200,7 @@ def test_spherical_joint_pendulum_period_and_energy():
     ground = Body("ground", fixed=True)
     system = MultibodySystem([rod, ground], gravity=(0, 0, -9.81),
                              constraints=[SphericalJoint(ground, np.zeros(3), rod, np.array([0, 0, L / 2]))])
-    res = simulate(system, 2.2, method="DOP853", rtol=1e-8, atol=1e-10)
+    res = simulate(system, 2.2, method="DOP853", rtol=1e-7, atol=1e-9)
     assert res.success
     ts = np.linspace(0, 2.2, 2201)
     y_ = np.array([res.sol(t)[1] for t in ts])
@@ -288,7 +296,7 @@ def test_revolute_joint_pendulum_swings_about_its_axis():
     # a sideways push on the rod's tip: the hinge lets only the rotation about x through
     system.loads.append(lambda t, s: [(rod, s.pose(rod)[0] + s.pose(rod)[1] @ np.array([0, 0, -L / 2]),
                                        np.array([0.3, 0.0, 0.0]))])
-    res = simulate(system, 2.2, method="DOP853", rtol=1e-8, atol=1e-10)
+    res = simulate(system, 2.2, method="DOP853", rtol=1e-7, atol=1e-9)
     assert res.success
     ts = np.linspace(0, 2.2, 2201)
     states = np.array([res.sol(t) for t in ts])
