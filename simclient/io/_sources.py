@@ -124,7 +124,10 @@ class MemorySource:
 
     @classmethod
     def load(cls, source: Source) -> MemorySource:
-        """Read every record of ``source`` (points and extra fields) into memory."""
+        """Read every record of ``source`` (points and extra fields) into memory; a source already
+        in memory is returned as it is (sources are read-only)."""
+        if isinstance(source, MemorySource):
+            return source
         h = source.header
         return cls(h, source.read_block(0, h.n_rec_u, 0, h.n_rec_v), source.name,
                    {a: source.read_block(0, h.n_rec_u, 0, h.n_rec_v, a) for a in h.extras})

@@ -128,7 +128,7 @@ class NaturalKnee(ImplantKnee):
             raise ParameterError(f"natural-knee: the tibial table {self.insert.name!r} has no "
                                  f"{' or '.join(missing or ['fit report'])}; build it as a fit with a back surface "
                                  "(sample_surfaces/real/natural_knee.toml)")
-        tibial = self.insert if isinstance(self.insert, MemorySource) else MemorySource.load(self.insert)
+        tibial = MemorySource.load(self.insert)
         pts = tibial.points
         inside = tibial.fields["data_distance"] <= h.source["fit"]["footprint_radius_m"]
         # the planar fit's v runs along z (nearly): split where the points cross z = SPLIT_Z
