@@ -112,7 +112,8 @@ def _sweep(args: argparse.Namespace) -> int:
     spec = load_sweep(args.spec)
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise SimClientError(f"--out {args.out}: exists and is not a folder")
-    tables = Tables(store=args.store, folder=None if args.store else str(args.tables.resolve()), token=args.token)
+    tables = Tables(store=args.store, folder=None if args.store else str(
+        args.tables.resolve() if isinstance(args.tables, Path) else args.tables), token=args.token)
     if args.store is None:
         cls = get_scenario(spec.scenario)
         names = sorted({t for p in spec.runs() for t in cls().table_names(cls.Params(**{
@@ -155,13 +156,19 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _table_root(value: str) -> str | Path:
+    """``--tables``: an ``s3://BUCKET/PREFIX`` as it is, anything else a folder."""
+    return value.rstrip("/") if value.startswith("s3://") else Path(value)
+
+
 def _add_where(parser: argparse.ArgumentParser) -> None:
     """The options that say where the tables are: a store (and its token) or a folder."""
     where = parser.add_argument_group("where the tables are")
     src = where.add_mutually_exclusive_group()
     src.add_argument("--store", help="base URL of a surface store (http://host:port; replicas: comma-separated)")
-    src.add_argument("--tables", type=Path, default=Path("tables"),
-                     help="folder of NAME.zarr tables; missing sample tables are built there (default: tables)")
+    src.add_argument("--tables", type=_table_root, default=Path("tables"),
+                     help="folder (or s3://BUCKET/PREFIX) of NAME.zarr tables; missing sample tables are built "
+                          "there (default: tables)")
     where.add_argument("--token", help="bearer token for the store")
 
 

@@ -34,7 +34,7 @@ def _demo(argv: list[str] | None) -> int:
     for path in ensure_sample_tables(args.tables, quiet=False):
         with open_table(path) as t:
             h = t.header
-        print(f"   {path.name:22s} {h.u_npts:4d} x {h.v_npts:<4d} points  {h.n_rec_u:3d} x {h.n_rec_v:<3d} records "
+        print(f"   {Path(path).name:22s} {h.u_npts:4d} x {h.v_npts:<4d} points  {h.n_rec_u:3d} x {h.n_rec_v:<3d} records "
               f"of {h.u_pts} x {h.v_pts}")
     print("2. surface store on loopback")
     with serve_store(args.tables) as url:

@@ -29,7 +29,7 @@ def test_installed_copy_finds_its_sample_definitions(tmp_path):
             "names = [p.name for p in sample_surfaces.definitions()]\n"
             "assert 'bouncing_ball.toml' in names and 'knee3d.toml' in names, names\n"
             "paths = s.ensure_sample_tables('tables', names=['condyle_medial', 'ground'])\n"
-            "print(sorted(p.name for p in paths))\n")
+            "print(sorted(p.rsplit('/', 1)[-1] for p in paths))\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True,
                        env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr

@@ -126,7 +126,7 @@ def sweep_tables(tables: Path) -> dict[int, Path]:
     """Ground tables of the sample geometry with records of 3^2, 9^2, 37^2 and 111^2 points."""
     spec = sample_spec("bouncing_ball.toml", "ground")
     return {r: tables / "ground.zarr" if r == 9 else
-            ensure_table(dataclasses.replace(spec, name=f"ground_r{r}", record=(r, r)), tables)
+            Path(ensure_table(dataclasses.replace(spec, name=f"ground_r{r}", record=(r, r)), tables))
             for r in SWEEP_RECORDS}
 
 

@@ -10,19 +10,24 @@ import sample_surfaces
 from preprocess import PreprocessError
 from preprocess.build import SurfaceSpec, build_surface, is_current, load_spec
 from simclient.errors import SimClientError
+from surfacestore import objects
 from surfacestore.errors import SurfaceStoreError
-from surfacestore.format import TABLE_SUFFIX
+from surfacestore.format import table_location
 
 __all__ = ["ensure_sample_tables", "ensure_table", "sample_spec"]
 
 
-def ensure_table(spec: SurfaceSpec, out: str | Path, quiet: bool = True, missing_only: bool = False) -> Path:
-    """Build the table of ``spec`` in ``out`` unless a table built from the same definition is
-    there (with ``missing_only``: unless any table of that name is there); return its path
-    (printing ``built PATH`` unless ``quiet``)."""
-    path = Path(out) / f"{spec.name}{TABLE_SUFFIX}"
+def ensure_table(spec: SurfaceSpec, out: str | Path, quiet: bool = True, missing_only: bool = False) -> str:
+    """Build the table of ``spec`` in ``out`` (a folder or an ``s3://BUCKET/PREFIX``) unless a
+    table built from the same definition is there (with ``missing_only``: unless any table of that
+    name is there); return its location (printing ``built LOCATION`` unless ``quiet``)."""
+    path = table_location(out, spec.name)
     try:
-        if not (path.exists() if missing_only else is_current(spec, out)):
+        if missing_only:  # a folder of that name counts, table or not: never built over (opening it says why)
+            build = not (objects.exists(path) if objects.is_object_url(path) else Path(path).exists())
+        else:
+            build = not is_current(spec, out)
+        if build:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # analytic normals at the ball's poles, expected
                 build_surface(spec, out, overwrite=True)
@@ -34,11 +39,11 @@ def ensure_table(spec: SurfaceSpec, out: str | Path, quiet: bool = True, missing
 
 
 def ensure_sample_tables(out: str | Path, quiet: bool = True, names: Iterable[str] | None = None,
-                         missing_only: bool = False) -> list[Path]:
-    """Build every sample table (or those ``names``) missing from ``out`` or built from another
-    definition (with ``missing_only``: only the missing ones, so a table of the same name built from
-    another definition is kept); return the paths of the tables. Prints ``built PATH`` per table
-    unless ``quiet``."""
+                         missing_only: bool = False) -> list[str]:
+    """Build every sample table (or those ``names``) missing from ``out`` (a folder or an
+    ``s3://BUCKET/PREFIX``) or built from another definition (with ``missing_only``: only the
+    missing ones, so a table of the same name built from another definition is kept); return their
+    locations. Prints ``built LOCATION`` per table unless ``quiet``."""
     wanted = None if names is None else set(names)
     try:
         specs = [spec for f in sample_surfaces.definitions() for spec in load_spec(f)]

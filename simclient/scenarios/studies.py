@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,7 +68,11 @@ def run_study(study: Study, tables: Tables, *, out: Path | None = None, workers:
     if n == 1:
         results = [_run_case(study.scenario, p, tables) for _, p in study.cases]
     else:
-        with ProcessPoolExecutor(n) as pool:
+        # not forked from this process: its tables may have started threads (zarr's event loop, the
+        # object store's runtime) that a forked child would inherit locked
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["simclient.scenarios"])
+        with ProcessPoolExecutor(n, mp_context=context) as pool:
             futures = [pool.submit(_run_case, study.scenario, p, tables) for _, p in study.cases]
             results = []
             for label, fut in zip(labels, futures):
