@@ -9,7 +9,8 @@ between them, z = 1 mm; medial: z < 0 in this frame, +x anterior, +y superior, +
 No femoral cartilage mesh is available, so each femoral condyle is a stand-in congruent with its
 plateau (:func:`conforming_condyle`): the tibial cartilage table's own records over the
 compartment, lifted along +y by a paraboloidal clearance ``r^2 / (2 R)`` (r the x-z distance from
-the compartment's centroid, R the femur-tibia relative radius of curvature), facing down, and
+the compartment's centroid, R the femur-tibia relative radius of curvature; ``clearance_exponent``
+n: ``r^n / (n R^(n - 1))``, flatter-bottomed and steeper-sided), facing down, and
 carrying a 2 mm cartilage layer: the springs have the combined thickness (Bei & Fregly's one
 combined layer). What the contact sees of two surfaces is their gap, and this stand-in states the
 gap directly, as Hertz theory does with relative radii; an analytic condyle (an ellipsoid, as
@@ -70,6 +71,9 @@ class NaturalKneeParams:
                                  "small-strain area)", "m")
     lateral_radius: float = param(0.02235, "femur-tibia relative radius of curvature, lateral compartment (Table 3's "
                                   "small-strain area)", "m")
+    clearance_exponent: float = param(2.0, "the clearance's exponent n: rho^n / (n R^(n - 1)) with R the radii "
+                                      "above (n = 2: the paraboloid of relative radius R; larger n: a flatter "
+                                      "bottom and steeper sides, with other radii for the same areas)")
     medial_share: float = param(0.545, "the load line's place between the compartments' centroids, from lateral (0) "
                                 "to medial (1) (Table 3's force split)")
     grid: tuple[int, int] = extent_param((30, 30), "elements per compartment")
@@ -80,6 +84,8 @@ class NaturalKneeParams:
         check_positive(self, "natural-knee", "load_N", "E", "femoral_thickness", "medial_radius", "lateral_radius")
         if not 0 <= self.medial_share <= 1:
             raise ParameterError(f"natural-knee: medial_share must lie in [0, 1], got {self.medial_share}")
+        if not 2 <= self.clearance_exponent <= 16:
+            raise ParameterError(f"natural-knee: clearance_exponent must lie in [2, 16], got {self.clearance_exponent}")
         if not 0 <= self.nu < 0.5:
             raise ParameterError(f"natural-knee: nu must lie in [0, 0.5), got {self.nu}")
         if self.femoral_thickness > 0.01:
@@ -88,17 +94,21 @@ class NaturalKneeParams:
 
 
 def conforming_condyle(tibial: MemorySource, records: tuple[int, int], centre: tuple[float, float], radius: float,
-                       rotation: np.ndarray, name: str) -> MemorySource:
+                       rotation: np.ndarray, name: str, exponent: float = 2.0) -> MemorySource:
     """A femoral condyle congruent with a tibial plateau: the tibial table's records ``[rj0, rj1)``
-    (every u) lifted along +y by ``((x - cx)^2 + (z - cz)^2) / (2 radius)`` (``centre`` = (cx, cz),
-    m; ``radius`` the relative radius of curvature, m), normals facing -y (the tibia), positions,
-    normals and tangents expressed in the femoral frame whose rotation in the tibia's frame is
-    ``rotation`` (the femoral origin at the tibia's)."""
+    (every u) lifted along +y by the clearance ``rho^n / (n radius^(n - 1))``, rho the x-z distance
+    from ``centre`` = (cx, cz) (m), n = ``exponent`` (>= 2): for n = 2 the paraboloid
+    ``rho^2 / (2 radius)`` of relative radius of curvature ``radius`` (m); for any n the clearance's
+    slope is 1 at rho = ``radius``. Normals face -y (the tibia); positions, normals and tangents are
+    expressed in the femoral frame whose rotation in the tibia's frame is ``rotation`` (the femoral
+    origin at the tibia's)."""
     h = tibial.header
     i0, i1, j0, j1 = h.block_points(RecordBlock(0, h.n_rec_u, *records))
     pts = tibial.points[i0:i1, j0:j1].copy()
-    slope = (pts[..., [2, 4]] - centre) / radius  # d(lift)/dx, d(lift)/dz
-    pts[..., 3] += 0.5 * radius * (slope ** 2).sum(-1)
+    offset = pts[..., [2, 4]] - centre
+    rho = np.hypot(offset[..., 0], offset[..., 1]) / radius
+    pts[..., 3] += radius * rho ** exponent / exponent
+    slope = offset / radius * rho[..., None] ** (exponent - 2)  # d(lift)/dx, d(lift)/dz
     for t in (8, 11):  # the lifted surface's partials: tu + (d lift / du) e_y, likewise tv
         pts[..., t + 1] += slope[..., 0] * pts[..., t] + slope[..., 1] * pts[..., t + 2]
     n = np.cross(pts[..., 8:11], pts[..., 11:14])
@@ -107,7 +117,8 @@ def conforming_condyle(tibial: MemorySource, records: tuple[int, int], centre: t
         pts[..., k:k + 3] = pts[..., k:k + 3] @ rotation
     header = replace(h, v_npts=j1 - j0, v0=h.v0 + j0 * h.dv, normal_sign=-1, extras=(), bbox=None, rmax=None,
                      digest="", source={"family": "conforming", "tibial": tibial.name, "records_v": list(records),
-                                        "centre_xz_m": list(centre), "relative_radius_m": radius})
+                                        "centre_xz_m": list(centre), "relative_radius_m": radius,
+                                        "clearance_exponent": exponent})
     return MemorySource(header, pts, name)
 
 
@@ -120,6 +131,7 @@ class NaturalKnee(ImplantKnee):
     layer: LinearLayer = field(default_factory=lambda: LinearLayer(4e6, 0.45))
     femoral_thickness: float = 0.002
     radii: tuple[float, float] = (NaturalKneeParams.medial_radius, NaturalKneeParams.lateral_radius)  # m, medial, lateral
+    clearance_exponent: float = 2.0
 
     def __post_init__(self) -> None:
         h = self.insert.header
@@ -145,7 +157,7 @@ class NaturalKnee(ImplantKnee):
                      for n, (_, sel) in sides.items()}  # (x, z), m
         rotation = femoral_rotation(0.0, 0.0, math.radians(FLEXION_DEG))
         self.condyles = {n: conforming_condyle(tibial, records, centroids[n], radius, rotation,
-                                               f"{n} condyle on {self.insert.name}")
+                                               f"{n} condyle on {self.insert.name}", self.clearance_exponent)
                          for (n, ((_, records), _)), radius in zip(sides.items(), self.radii)}
         self.contact = FoundationContact(grids, self.condyles, self.layer, extent=self.window_extent(),
                                          moving_thickness=self.femoral_thickness, quadrature=self.params.quadrature,
@@ -167,6 +179,7 @@ def natural_knee(tibial: Source, params: NaturalKneeParams | None = None,
     values: dict[str, Any] = {"status": "ok", "load_N": p.load_N, "flexion_deg": FLEXION_DEG, "E_Pa": p.E,
                               "nu": p.nu, "femoral_thickness_m": p.femoral_thickness,
                               "relative_radius_m": {"medial": p.medial_radius, "lateral": p.lateral_radius},
+                              "clearance_exponent": p.clearance_exponent,
                               "medial_share": p.medial_share, "element_grid": list(p.grid),
                               "quadrature": p.quadrature, "strain": {}}
     knees = {}
@@ -175,7 +188,7 @@ def natural_knee(tibial: Source, params: NaturalKneeParams | None = None,
         for strain in ("small", "large"):
             say(f"static settle, {strain} strain")
             knee = NaturalKnee(tibial, tibial, base, None, LinearLayer(p.E, p.nu, strain == "large"),
-                               p.femoral_thickness, (p.medial_radius, p.lateral_radius))
+                               p.femoral_thickness, (p.medial_radius, p.lateral_radius), p.clearance_exponent)
             y, r = knee.static(FLEXION_DEG, p.load_N)
             knees[strain] = (knee, r)
             values["strain"][strain] = {
