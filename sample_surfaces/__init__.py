@@ -4,9 +4,10 @@ installed copy finds them: :func:`definitions` lists them, :func:`definition` gi
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
-__all__ = ["FOLDER", "definitions", "definition"]
+__all__ = ["FOLDER", "definitions", "definition", "real_definition"]
 
 #: the folder holding the sample definitions
 FOLDER = Path(__file__).resolve().parent
@@ -23,3 +24,13 @@ def definition(file_name: str) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"no sample definition {file_name!r} in {FOLDER}")
     return path
+
+
+def real_definition(table: str) -> Path | None:
+    """The definition under ``real/`` that builds the table named ``table`` from data outside the
+    project, or None."""
+    for path in sorted((FOLDER / "real").glob("*.toml")):
+        with path.open("rb") as f:
+            if table in tomllib.load(f).get("surfaces", {}):
+                return path
+    return None

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from simclient.errors import SimClientError
+from simclient.errors import SimClientError, SourceNotFound
 from surfacestore.format import tune_allocator
 
 __all__ = ["main", "build_parser"]
@@ -48,10 +48,30 @@ def _run(args: argparse.Namespace) -> int:
         # the sample tables this scenario reads by default, built when missing from --tables
         names = [t for role, t in scenario.table_names(params).items() if role not in tables.overrides]
         ensure_sample_tables(args.tables, quiet=args.json, names=names, missing_only=True)
+        _check_real_tables(args.tables, names)
     summary = scenario.run(params, tables, out=args.out, progress=_say(args.json or not sys.stderr.isatty()))
     summary.values["peak_rss_MB"] = _peak_rss_mb()
     print(summary.to_json() if args.json else scenario.report(summary))
     return 0 if summary.ok else 1
+
+
+def _check_real_tables(root: str | Path, names: list[str]) -> None:
+    """A table fitted from data outside the project (``sample_surfaces/real``) is not built on
+    demand: say how to build it when it is missing."""
+    import sample_surfaces
+    from simclient.io import open_surface
+    from simclient.scenarios import locate
+
+    for name in names:
+        definition = sample_surfaces.real_definition(name)
+        if definition is None:
+            continue
+        try:
+            open_surface(locate(name, tables=root))
+        except SourceNotFound:
+            raise SimClientError(f"no table {name!r} in {root}: it is fitted from data outside the project; build "
+                                 f"it with `preprocess build sample_surfaces/real/{definition.name} --out {root}` "
+                                 "(see that file for the data it reads)") from None
 
 
 def _warmup(args: argparse.Namespace) -> int:

@@ -71,6 +71,18 @@ def test_bad_input_is_a_clear_error(sample_tables, args, status, message):
     assert message in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("scenario, table, definition", [("natural-knee", "natural_tibial_cartilage", "natural_knee"),
+                                                          ("artificial-knee", "tibial_insert", "grand_challenge_dm")])
+def test_a_missing_real_table_says_how_to_build_it(tmp_path, scenario, table, definition):
+    """Tables fitted from data outside the project are not built on demand: the error names the
+    table and the definition that builds it, and nothing is written."""
+    r = simclient("run", scenario, "--tables", str(tmp_path))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"no table {table!r}" in r.stderr
+    assert f"preprocess build sample_surfaces/real/{definition}.toml --out {tmp_path}" in r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_out_must_be_a_folder(sample_tables, tmp_path):
     f = tmp_path / "a-file"
     f.write_text("x")
