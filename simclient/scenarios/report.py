@@ -249,6 +249,13 @@ def _knee2d_study_figure(plt: Any, cases: list[tuple[str, Summary]]) -> Any:
         ax[1, 1].plot(h["flexion_deg"], sum(h[k] for k in h if k.startswith("ligament_")), label=label)
     ax[1, 1].set(xlabel="flexion [deg]", ylabel="force [N]", title="total ligament force")
     ax[1, 1].invert_xaxis()  # drawn once, after every case
+    peaks = [line.get_ydata().max() for line in ax[1, 0].lines if len(line.get_ydata())]
+    if peaks and min(peaks) > 0 and max(peaks) > 20 * min(peaks):
+        # loops of very different sizes (the amplitude study's 50 N graze is 1/800 of the 150 N loop)
+        low = min(peaks) / 100  # N: the smallest loop over two decades
+        xs = [x for line in ax[1, 0].lines for x, y in zip(line.get_xdata(), line.get_ydata()) if y >= low and x > 0]
+        ax[1, 0].set(xscale="log", yscale="log", ylim=(low, 2 * max(peaks)), xlim=(min(xs) / 2, 2 * max(xs)),
+                     title="force-indentation (first impact, log-log)")
     for a in ax.flat:
         a.legend(fontsize=7)
     return fig
