@@ -109,6 +109,7 @@ def _study(args: argparse.Namespace) -> int:
     if args.store is None:
         names = sorted({t for _, p in study.cases for t in cls().table_names(cls.Params(**p)).values()})
         ensure_sample_tables(args.tables, quiet=args.json, names=names, missing_only=True)
+        _check_real_tables(args.tables, names)
     say = _say(args.json or not sys.stderr.isatty())
     say(f"study {study.name}: {len(study.cases)} runs of {study.scenario}")
     summary, cases = run_study(study, tables, out=args.out, workers=args.workers, progress=say)

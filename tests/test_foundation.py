@@ -13,13 +13,12 @@ from scipy.optimize import brentq
 
 from preprocess.build import build_surface, parse_surface
 from preprocess.families import Family
-from simclient.contact import FoundationContact, LinearLayer, NonlinearLayer, element_grid
+from simclient.contact import FoundationContact, LinearLayer, NonlinearLayer, element_grid, power_gap_strain_ratios
 from simclient.errors import ContactError
 from simclient.geometry import rotation_matrix
 from simclient.io import open_surface
 from simclient.scenarios.validate import press, pressed, run_cases
 
-from conftest import power_gap_strain_ratios
 
 I3 = np.eye(3)
 
@@ -57,6 +56,18 @@ def test_quadratic_quadrature_integrates_a_contact_a_few_elements_wide(sample_ta
     centre, quadratic = np.abs(err["centre"]).max(axis=0), np.abs(err["quadratic"]).max(axis=0)
     assert quadratic[0] < 0.01 and quadratic[1] < 0.05 and quadratic[2] < 0.01
     assert centre[0] > 0.03 and centre[1] > 0.2  # measured: force -4.8..+4.0 %, area -36..+22 %
+
+
+@pytest.mark.parametrize("eps0", [0.05, 0.25, 0.59])
+def test_power_gap_closed_form_is_the_paraboloids_at_n_2(eps0):
+    """For a paraboloid the equal-force condition integrates in closed form: int_0^e -ln(1 - s) ds
+    = e0^2 / 2, i.e. 2 ((1 - e) ln(1 - e) + e) = e0^2; the general quadrature agrees, and a
+    flatter gap (n = 4) gives less change in area and in peak pressure at the same strain."""
+    e = brentq(lambda e: 2 * ((1 - e) * math.log(1 - e) + e) - eps0**2, 1e-9, 0.999)
+    peak, area = power_gap_strain_ratios(eps0)
+    assert peak == pytest.approx(-math.log(1 - e) / eps0, rel=1e-10) and area == pytest.approx(e / eps0, rel=1e-10)
+    peak4, area4 = power_gap_strain_ratios(eps0, 4)
+    assert 1 < peak4 < peak and area < area4 < 1
 
 
 def test_large_and_small_strain_at_equal_force_follow_the_closed_form(sample_tables):

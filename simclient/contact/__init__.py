@@ -9,7 +9,8 @@
   :class:`ContactForce`; :func:`make_law` looks one up by name in :data:`LAWS`.
 - Elastic foundation: an :class:`ElementDetector` finds the elements of grids on a fixed table in
   contact with a moving table (:class:`ElementContact`); :class:`FoundationContact` applies a layer
-  law (:class:`LinearLayer`, :class:`NonlinearLayer`) and returns a :class:`CompartmentResult` each.
+  law (:class:`LinearLayer`, :class:`NonlinearLayer`) and returns a :class:`CompartmentResult` each;
+  :func:`power_gap_strain_ratios` is the closed form of its large against small strain.
 - Thin-layer closed forms (Argatov): :func:`compressible_law` and :func:`incompressible_law` give a
   point contact with effective radii the force of a thin cartilage layer without an element grid;
   :class:`ViscoelasticLaw` their standard-linear-solid form (a law with an internal state, which
@@ -24,6 +25,7 @@ from simclient.contact._foundation import (
     LinearLayer,
     NonlinearLayer,
     layer_result,
+    power_gap_strain_ratios,
 )
 from simclient.contact._laws import (
     DAMPING,
@@ -60,6 +62,7 @@ __all__ = ["QUADRATURES", "ContactPair", "Contact", "Contacts", "ContactStatus",
            "ViscoelasticLaw", "DoubleLayer", "PenaltyStep", "step", "law_force", "make_law", "LAWS", "DAMPING",
            "hertz_stiffness", "Material", "MATERIALS", "ElementGrid", "element_grid", "ElementContact",
            "ElementDetector", "FoundationContact", "CompartmentResult", "LayerLaw", "LinearLayer", "NonlinearLayer",
-           "layer_result", "solve_contact", "ProfilePair", "CirclePair", "planar_pose", "solve_profile_contact",
+           "layer_result", "power_gap_strain_ratios", "solve_contact", "ProfilePair", "CirclePair", "planar_pose",
+           "solve_profile_contact",
            "Layer", "winkler_modulus", "incompressible_modulus", "shape_ratio", "force_factor", "EllipticContact",
            "incompressible_contact", "compressible_law", "incompressible_law"]

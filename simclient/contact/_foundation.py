@@ -16,14 +16,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import math
+
 import numpy as np
+from scipy.integrate import quad
+from scipy.optimize import brentq
 
 from simclient.contact._elements import SUB_OFFSETS, ElementContact, ElementDetector, ElementGrid
 from simclient.errors import ContactError
 from simclient.geometry import jit
 from simclient.io import Source
 
-__all__ = ["LayerLaw", "LinearLayer", "NonlinearLayer", "CompartmentResult", "FoundationContact"]
+__all__ = ["LayerLaw", "LinearLayer", "NonlinearLayer", "CompartmentResult", "FoundationContact",
+           "power_gap_strain_ratios"]
 
 
 class LayerLaw(Protocol):
@@ -31,6 +36,20 @@ class LayerLaw(Protocol):
     ``h`` (m), arrays of the same shape."""
 
     def pressure(self, d: np.ndarray, h: np.ndarray) -> np.ndarray: ...
+
+
+def power_gap_strain_ratios(eps0: float, n: float = 2.0) -> tuple[float, float]:
+    """Large against small strain (Bei & Fregly's eqs. 2 and 1) at equal force on an elastic
+    foundation of even thickness h pressed by a gap growing as ``c r^n`` (n = 2: a paraboloid, of
+    any radii), closed form: with the peak strain e the interpenetration is h (e - s) where the
+    strain is s, so the area is pi (h e / c)^(2/n), the force pi M (h / c)^(2/n) (2/n)
+    int_0^e f(s) (e - s)^(2/n - 1) ds (M the aggregate modulus; f(s) = s small, -ln(1 - s) large)
+    and the peak pressure M f(e). Returns ``(peak pressure ratio, area ratio)`` for the
+    small-strain peak strain ``eps0`` (0 < eps0 < 1); neither depends on h, c or M."""
+    w = {"weight": "alg", "wvar": (0.0, 2 / n - 1)}  # quad's weight (e - s)^(2/n - 1)
+    small = quad(lambda s: s, 0, eps0, **w)[0]
+    e = brentq(lambda e: quad(lambda s: -math.log(1 - s), 0, e, **w)[0] - small, 1e-9, min(0.999, 1.5 * eps0))
+    return -math.log(1 - e) / eps0, (e / eps0) ** (2 / n)
 
 
 def _strain_measure(d: np.ndarray, h: np.ndarray, large: bool) -> np.ndarray:

@@ -47,9 +47,10 @@ from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.io import MemorySource, Source
 from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_positive, extent_param, param
 from simclient.scenarios.artificial_knee import REPORT_ROWS, ImplantKnee, ImplantKneeParams, femoral_rotation
+from simclient.scenarios.studies import Study, register
 from surfacestore.format import RecordBlock
 
-__all__ = ["NaturalKneeParams", "NaturalKnee", "natural_knee", "conforming_condyle", "TABLE_3"]
+__all__ = ["NaturalKneeParams", "NaturalKnee", "natural_knee", "conforming_condyle", "TABLE_3", "CLEARANCES"]
 
 #: Bei & Fregly's Table 3 (their knee): strain -> side -> (force N, torque N m, peak Pa, mean Pa, area m^2)
 TABLE_3 = {"large": {"medial": (565.6, 14.17, 4.216e6, 1.640e6, 344.9e-6), "lateral": (513.7, 7.145, 4.225e6, 2.208e6, 232.6e-6)},
@@ -243,3 +244,14 @@ class NaturalKneeScenario(Scenario, name="natural-knee", params=NaturalKneeParam
             f"{st} {v:.5f}" for st, v in summary["force_sum_over_load"].items()))
         lines.extend(f"  wrote {f}" for f in summary.get("files", []))
         return "\n".join(lines)
+
+
+#: clearance exponents and the radii (m, medial and lateral) that give Table 3's small-strain areas
+#: with them (found by iterating the radii; 2 is the default paraboloid)
+CLEARANCES = ((2.0, NaturalKneeParams.medial_radius, NaturalKneeParams.lateral_radius), (3.0, 0.02104, 0.01233),
+              (4.0, 0.01555, 0.01023), (6.0, 0.01237, 0.00896), (8.0, 0.01132, 0.00854))
+
+register(Study("natural-knee-clearance", "natural-knee", "the large/small-strain ratios against the femoral "
+               "clearance's exponent, Table 3's small-strain areas each", tuple(
+                   (f"n={n:g}", {"clearance_exponent": n, "medial_radius": rm, "lateral_radius": rl})
+                   for n, rm, rl in CLEARANCES), plot="natural-knee-clearance"))

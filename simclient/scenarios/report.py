@@ -230,7 +230,8 @@ def save_study(study: Any, cases: list[tuple[str, Summary]], out: Path) -> list[
     out.mkdir(parents=True, exist_ok=True)
     if study.plot == "prosthetic-knee":
         return save_prosthetic_knee(cases, out, name=study.name)
-    fig = _placement_figure(plt, cases) if study.plot == "knee3d-checks" else _knee2d_study_figure(plt, cases)
+    figures = {"knee3d-checks": _placement_figure, "natural-knee-clearance": _clearance_figure}
+    fig = figures.get(study.plot, _knee2d_study_figure)(plt, cases)
     fig.suptitle(f"study {study.name}: {study.title}")
     fig.tight_layout()
     files = [out / f"{study.name}.png"]
@@ -258,6 +259,34 @@ def _knee2d_study_figure(plt: Any, cases: list[tuple[str, Summary]]) -> Any:
                      title="force-indentation (first impact, log-log)")
     for a in ax.flat:
         a.legend(fontsize=7)
+    return fig
+
+
+def _clearance_figure(plt: Any, cases: list[tuple[str, Summary]]) -> Any:
+    """Per compartment, the peak pressure's against the contact area's large/small-strain ratio of
+    every case, the closed form for its gap at its small-strain peak strain, Bei & Fregly's Table 3
+    and the done-when's box (area within 3 %, peak 1.08-1.10)."""
+    from simclient.contact import power_gap_strain_ratios
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
+    for ax, side in zip(axes, ("medial", "lateral")):
+        ax.add_patch(plt.Rectangle((0.97, 1.08), 0.04, 0.02, color="0.9", label="area within 3 %, peak 1.08-1.10"))
+        for k, (label, s) in enumerate(cases):
+            if not s.ok:
+                continue
+            r = s["large_over_small"][side]
+            M = (1 - s["nu"]) * s["E_Pa"] / ((1 + s["nu"]) * (1 - 2 * s["nu"]))  # aggregate modulus, Pa
+            eps0 = s["strain"]["small"]["compartments"][side]["peak_pressure_Pa"] / M
+            peak, area = power_gap_strain_ratios(eps0, s["clearance_exponent"])
+            ax.plot(r["area_m2"], r["peak_pressure_Pa"], "o", color=f"C{k}", label=f"{label} measured")
+            ax.plot(area, peak, "o", mfc="none", color=f"C{k}", label=f"{label} closed form")
+        t = s["table_3"]
+        ax.plot(t["large"][side]["area_m2"] / t["small"][side]["area_m2"],
+                t["large"][side]["peak_pressure_Pa"] / t["small"][side]["peak_pressure_Pa"], "k*", ms=12,
+                label="Bei & Fregly, Table 3")
+        ax.set(xlabel="contact area, large / small strain", title=f"{side} compartment", xlim=(0.94, 1.01))
+    axes[0].set_ylabel("peak pressure, large / small strain")
+    axes[1].legend(fontsize=7, loc="lower left")
     return fig
 
 

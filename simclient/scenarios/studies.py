@@ -9,9 +9,9 @@ each case's histories and the study's comparison plots.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable
-import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
