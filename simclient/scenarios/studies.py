@@ -19,6 +19,7 @@ from typing import Any
 
 from simclient.errors import ParameterError
 from simclient.scenarios._base import Summary, Tables, get_scenario
+from surfacestore import objects
 
 __all__ = ["Study", "STUDIES", "run_study", "get_study"]
 
@@ -68,10 +69,13 @@ def run_study(study: Study, tables: Tables, *, out: Path | None = None, workers:
     if n == 1:
         results = [_run_case(study.scenario, p, tables) for _, p in study.cases]
     else:
-        # not forked from this process: its tables may have started threads (zarr's event loop, the
-        # object store's runtime) that a forked child would inherit locked
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["simclient.scenarios"])
+        # a process that has read object storage holds its client's runtime threads, which a forked
+        # child inherits mid-lock (the first study on a bucket hung): those workers come from a fork
+        # server (about 2 s more per study); tables in folders or on a store are forked as before
+        remote = any(objects.is_object_url(str(x)) for x in (tables.folder, *tables.overrides.values()))
+        context = multiprocessing.get_context("forkserver" if remote else "fork")
+        if remote:
+            context.set_forkserver_preload(["simclient.scenarios"])
         with ProcessPoolExecutor(n, mp_context=context) as pool:
             futures = [pool.submit(_run_case, study.scenario, p, tables) for _, p in study.cases]
             results = []
