@@ -43,25 +43,23 @@ def _run(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise SimClientError(f"--out {args.out}: exists and is not a folder")
     if args.store is None:
-        from simclient.scenarios import ensure_sample_tables
-
         # the sample tables this scenario reads by default, built when missing from --tables
         names = [t for role, t in scenario.table_names(params).items() if role not in tables.overrides]
-        ensure_sample_tables(args.tables, quiet=args.json, names=names, missing_only=True)
-        _check_real_tables(args.tables, names)
+        _ensure_tables(args.tables, names, quiet=args.json)
     summary = scenario.run(params, tables, out=args.out, progress=_say(args.json or not sys.stderr.isatty()))
     summary.values["peak_rss_MB"] = _peak_rss_mb()
     print(summary.to_json() if args.json else scenario.report(summary))
     return 0 if summary.ok else 1
 
 
-def _check_real_tables(root: str | Path, names: list[str]) -> None:
-    """A table fitted from data outside the project (``sample_surfaces/real``) is not built on
-    demand: say how to build it when it is missing."""
+def _ensure_tables(root: str | Path, names: list[str], quiet: bool) -> None:
+    """Build the sample tables ``names`` missing from ``root``; a table fitted from data outside the
+    project (``sample_surfaces/real``) is not built on demand: say how to build it when missing."""
     import sample_surfaces
     from simclient.io import open_surface
-    from simclient.scenarios import locate
+    from simclient.scenarios import ensure_sample_tables, locate
 
+    ensure_sample_tables(root, quiet=quiet, names=names, missing_only=True)
     for name in names:
         definition = sample_surfaces.real_definition(name)
         if definition is None:
@@ -98,7 +96,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _study(args: argparse.Namespace) -> int:
-    from simclient.scenarios import Tables, ensure_sample_tables, get_scenario
+    from simclient.scenarios import Tables, get_scenario
     from simclient.scenarios.studies import get_study, run_study
 
     study = get_study(args.study)
@@ -108,8 +106,7 @@ def _study(args: argparse.Namespace) -> int:
     tables = Tables(store=args.store, folder=args.tables, token=args.token)
     if args.store is None:
         names = sorted({t for _, p in study.cases for t in cls().table_names(cls.Params(**p)).values()})
-        ensure_sample_tables(args.tables, quiet=args.json, names=names, missing_only=True)
-        _check_real_tables(args.tables, names)
+        _ensure_tables(args.tables, names, quiet=args.json)
     say = _say(args.json or not sys.stderr.isatty())
     say(f"study {study.name}: {len(study.cases)} runs of {study.scenario}")
     summary, cases = run_study(study, tables, out=args.out, workers=args.workers, progress=say)
@@ -127,7 +124,7 @@ def _study(args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from simclient.scenarios import Tables, ensure_sample_tables, get_scenario
+    from simclient.scenarios import Tables, get_scenario
     from simclient.scenarios.sweep import cluster, load_sweep, run_sweep
 
     spec = load_sweep(args.spec)
@@ -139,7 +136,7 @@ def _sweep(args: argparse.Namespace) -> int:
         cls = get_scenario(spec.scenario)
         names = sorted({t for p in spec.runs() for t in cls().table_names(cls.Params(**{
             k: tuple(v) if isinstance(v, list) else v for k, v in p.items()})).values()})
-        ensure_sample_tables(args.tables, quiet=args.json, names=names, missing_only=True)
+        _ensure_tables(args.tables, names, quiet=args.json)
     with cluster(args.scheduler) as client, tqdm(total=len(spec.runs()), desc=f"sweep {spec.scenario}", unit="run",
                                                 disable=args.json or not sys.stderr.isatty()) as bar:
         summary = run_sweep(spec, tables, client, out=args.out, progress=lambda done, n: bar.update(1))
