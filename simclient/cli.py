@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from simclient.errors import SimClientError, SourceNotFound
+from simclient.errors import SimClientError
 from surfacestore.format import tune_allocator
 
 __all__ = ["main", "build_parser"]
@@ -56,20 +56,16 @@ def _ensure_tables(root: str | Path, names: list[str], quiet: bool) -> None:
     """Build the sample tables ``names`` missing from ``root``; a table fitted from data outside the
     project (``sample_surfaces/real``) is not built on demand: say how to build it when missing."""
     import sample_surfaces
-    from simclient.io import open_surface
-    from simclient.scenarios import ensure_sample_tables, locate
+    from simclient.scenarios import ensure_sample_tables, table_exists
+    from surfacestore.format import table_location
 
     ensure_sample_tables(root, quiet=quiet, names=names, missing_only=True)
     for name in names:
         definition = sample_surfaces.real_definition(name)
-        if definition is None:
-            continue
-        try:
-            open_surface(locate(name, tables=root))
-        except SourceNotFound:
+        if definition is not None and not table_exists(table_location(root, name)):
             raise SimClientError(f"no table {name!r} in {root}: it is fitted from data outside the project; build "
                                  f"it with `preprocess build sample_surfaces/real/{definition.name} --out {root}` "
-                                 "(see that file for the data it reads)") from None
+                                 "(see that file for the data it reads)")
 
 
 def _warmup(args: argparse.Namespace) -> int:

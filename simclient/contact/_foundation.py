@@ -12,11 +12,10 @@ Units: SI (m, Pa, N, N m). Frames: results live in the fixed surface frame.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
-
-import math
 
 import numpy as np
 from scipy.integrate import quad

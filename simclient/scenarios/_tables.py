@@ -14,7 +14,13 @@ from surfacestore import objects
 from surfacestore.errors import SurfaceStoreError
 from surfacestore.format import table_location
 
-__all__ = ["ensure_sample_tables", "ensure_table", "sample_spec"]
+__all__ = ["ensure_sample_tables", "ensure_table", "sample_spec", "table_exists"]
+
+
+def table_exists(location: str) -> bool:
+    """Something is at the table ``location``: a folder of that name (a table or not: never built
+    over, opening it says what is wrong) or, on object storage, a published table."""
+    return objects.exists(location) if objects.is_object_url(location) else Path(location).exists()
 
 
 def ensure_table(spec: SurfaceSpec, out: str | Path, quiet: bool = True, missing_only: bool = False) -> str:
@@ -23,11 +29,7 @@ def ensure_table(spec: SurfaceSpec, out: str | Path, quiet: bool = True, missing
     name is there); return its location (printing ``built LOCATION`` unless ``quiet``)."""
     path = table_location(out, spec.name)
     try:
-        if missing_only:  # a folder of that name counts, table or not: never built over (opening it says why)
-            build = not (objects.exists(path) if objects.is_object_url(path) else Path(path).exists())
-        else:
-            build = not is_current(spec, out)
-        if build:
+        if not (table_exists(path) if missing_only else is_current(spec, out)):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # analytic normals at the ball's poles, expected
                 build_surface(spec, out, overwrite=True)

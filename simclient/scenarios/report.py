@@ -269,6 +269,7 @@ def _clearance_figure(plt: Any, cases: list[tuple[str, Summary]]) -> Any:
     from simclient.contact import power_gap_strain_ratios
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
+    t = cases[0][1]["table_3"] if cases else {}
     for ax, side in zip(axes, ("medial", "lateral")):
         ax.add_patch(plt.Rectangle((0.97, 1.08), 0.04, 0.02, color="0.9", label="area within 3 %, peak 1.08-1.10"))
         for k, (label, s) in enumerate(cases):
@@ -280,7 +281,8 @@ def _clearance_figure(plt: Any, cases: list[tuple[str, Summary]]) -> Any:
             peak, area = power_gap_strain_ratios(eps0, s["clearance_exponent"])
             ax.plot(r["area_m2"], r["peak_pressure_Pa"], "o", color=f"C{k}", label=f"{label} measured")
             ax.plot(area, peak, "o", mfc="none", color=f"C{k}", label=f"{label} closed form")
-        t = s["table_3"]
+        if not t:
+            continue
         ax.plot(t["large"][side]["area_m2"] / t["small"][side]["area_m2"],
                 t["large"][side]["peak_pressure_Pa"] / t["small"][side]["peak_pressure_Pa"], "k*", ms=12,
                 label="Bei & Fregly, Table 3")
