@@ -24,15 +24,19 @@ def _ball(tables, method, **params):
                                     {"law": "penalty-step", "t_end": 0.1}])
 def test_compiled_ball_matches_the_reference_path(sample_tables, params):
     """The steps of scipy's DOP853 (a step more or less where round-off tips a step-size choice)
-    and the same impacts to round-off: the compiled stages are the Python right-hand side's
-    arithmetic, the laws one compiled function."""
+    and the same impacts to the integrator's accuracy: the compiled stages are the Python
+    right-hand side's arithmetic, the laws one compiled function. Where round-off tips a step
+    size, the two paths part by the integrator's local error (rtol 1e-10) and agree from then on
+    to that error on the motion's scale, not on the scale of each later, smaller bounce (the
+    Hunt-Crossley ball's 17th bounce leaves at 1.7 mm/s against the first's 372 mm/s): each
+    impact's quantities are compared to 1e-8 of their largest value (measured 1e-12 to 1.7e-9)."""
     ref, jit = _ball(sample_tables, "DOP853", **params), _ball(sample_tables, "DOP853-jit", **params)
     assert ref["status"] == jit["status"] == "ok"
     assert abs(jit["steps"] - ref["steps"]) <= 0.01 * ref["steps"]
     assert jit["impacts"] == ref["impacts"] >= 1
-    np.testing.assert_allclose(jit["impact_times_s"], ref["impact_times_s"], rtol=1e-9)
-    np.testing.assert_allclose(jit["max_indentation_m"], ref["max_indentation_m"], rtol=1e-7)
-    np.testing.assert_allclose(jit["separation_velocities_m_s"], ref["separation_velocities_m_s"], rtol=1e-7)
+    for key in ("impact_times_s", "max_indentation_m", "separation_velocities_m_s"):
+        scale = np.max(np.abs(ref[key]))
+        np.testing.assert_allclose(jit[key], ref[key], rtol=0, atol=1e-8 * scale, err_msg=key)
     if params.get("law", "hertz") in ("hertz", "double-layer"):  # elastic: energy is conserved
         assert jit["energy_drift"] < 1e-8 and ref["energy_drift"] < 1e-8
 
