@@ -45,7 +45,8 @@ from simclient.dynamics import (
 )
 from simclient.errors import ContactError, ParameterError
 from simclient.geometry import INTERPOLATIONS, StorageWindow
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_choices, extent_param, param
+from simclient.scenarios._base import (Progress, Scenario, Summary, Tables, check_choices, check_positive, extent_param,
+                                       param)
 from simclient.scenarios.studies import Study, register
 
 __all__ = ["Knee2DParams", "Knee2D", "knee2d", "LIGAMENTS_2D", "MATERIAL_CASES", "GEOMETRIES", "flexion_deg",
@@ -117,12 +118,9 @@ class Knee2DParams:
 
     def __post_init__(self) -> None:
         check_choices(self, "knee2d")
-        if not (self.t_end > 0 and math.isfinite(self.t_end)):
-            raise ParameterError(f"knee2d: t_end must be positive and finite (s), got {self.t_end}")
+        check_positive(self, "knee2d", "t_end", "pulse_duration")
         if not (0 < self.amplitude <= 1000):
             raise ParameterError(f"knee2d: the pulse amplitude must be in (0, 1000] N, got {self.amplitude}")
-        if not (0 < self.pulse_duration < math.inf):
-            raise ParameterError(f"knee2d: the pulse duration must be positive and finite (s), got {self.pulse_duration}")
         if self.cr is not None and not 0 < self.cr <= 1:
             raise ParameterError(f"knee2d: the coefficient of restitution must be in (0, 1], got {self.cr}")
 

@@ -22,9 +22,9 @@ import numpy as np
 
 from simclient.contact import LAWS, hertz_stiffness, make_law
 from simclient.dynamics import METHODS, Body, ContactModel, Ligament, MultibodySystem, QuadraticLaw, Surface, simulate
-from simclient.errors import ParameterError
 from simclient.geometry import INTERPOLATIONS, StorageWindow, rx
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_choices, extent_param, param
+from simclient.scenarios._base import (Progress, Scenario, Summary, Tables, check_choices, check_positive, extent_param,
+                                       param)
 from simclient.scenarios.studies import Study, register
 
 __all__ = ["KneeParams", "Knee3D", "knee3d", "KNEE_LIGAMENTS", "flexion_deg", "internal_rotation_deg", "thesis_checks"]
@@ -75,8 +75,7 @@ class KneeParams:
 
     def __post_init__(self) -> None:
         check_choices(self, "knee3d")
-        if not (self.t_end > 0 and math.isfinite(self.t_end)):
-            raise ParameterError(f"knee3d: t_end must be positive and finite (s), got {self.t_end}")
+        check_positive(self, "knee3d", "t_end")
 
 
 def flexion_deg(A: np.ndarray) -> float:
