@@ -59,7 +59,9 @@ def test_bench_peers_quick(sample_tables):
     for case in ("ours (tables, DOP853-jit rtol 1e-10)", "ours (tables, DOP853 rtol 1e-10)",
                  "scipy DOP853, analytic ball (rtol 1e-10)"):
         assert abs(rows[case]["max_indentation_um"] - 30.014) < 0.002 and abs(rows[case]["energy_change"]) < 1e-8
-    assert rows["ours (tables, DOP853-jit rtol 1e-10)"]["rhs"] == rows["ours (tables, DOP853 rtol 1e-10)"]["rhs"]
+    # the same steps, but for one where round-off tips a step-size choice (as in tests/test_compiled.py)
+    jit, ref = rows["ours (tables, DOP853-jit rtol 1e-10)"]["rhs"], rows["ours (tables, DOP853 rtol 1e-10)"]["rhs"]
+    assert abs(jit - ref) <= 0.01 * ref
     assert all(row["wall_ms"] > 0 for row in res["whole"].values())
     if "opensim" in res:
         assert "not installed" in res["opensim"]
