@@ -78,10 +78,11 @@ def _warmup(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     from simclient.scenarios import ensure_sample_tables
-    from simclient.scenarios.validate import run_cases
+    from simclient.scenarios.validate import case_tables, run_cases
 
-    ensure_sample_tables(args.tables)
-    cases = run_cases(args.tables, args.cases or None)
+    # the cases assume the sample geometry: tables built from another definition are rebuilt
+    ensure_sample_tables(args.tables, quiet=args.json, names=case_tables(args.cases))
+    cases = run_cases(args.tables, args.cases)
     if args.json:
         print(json.dumps({"cases": cases}, indent=2))
     else:
@@ -230,7 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="closed-form validation cases")
     v.add_argument("cases", nargs="*", help="case names (default: all)")
-    v.add_argument("--tables", type=Path, default=Path("tables"), help="sample tables (built if missing)")
+    v.add_argument("--tables", type=_table_root, default=Path("tables"),
+                   help="folder (or s3://BUCKET/PREFIX) of the sample tables; those the cases read are built there "
+                        "when missing or built from another definition (default: tables)")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_validate)
 

@@ -1,8 +1,8 @@
 """Tables on S3-compatible object storage, against a real S3 API (a moto server started here):
 build, verify and direct reads of ``s3://`` tables equal the local ones bit for bit, an interrupted
 upload never looks like a table, the store serves a bucket (same bouncing ball as from a folder)
-and answers 503 while the bucket fails; ``simclient run --tables s3://...`` builds its tables in
-the bucket and runs on them."""
+and answers 503 while the bucket fails; ``simclient run``, ``study`` and ``validate`` with
+``--tables s3://...`` build their tables in the bucket and run on them."""
 
 from __future__ import annotations
 
@@ -201,3 +201,16 @@ def test_study_on_a_bucket_finishes(s3):
     cases = json.loads(r.stdout)["cases"]
     assert len(cases) == 3 and all(c["status"] == "ok" for c in cases)
     assert all(c["final_flexion_deg"] == pytest.approx(-4.79, abs=0.05) for c in cases)
+
+
+def test_validate_on_a_bucket_builds_only_the_tables_its_cases_read(s3, capsys):
+    """``simclient validate CASE ... --tables s3://...`` publishes under the prefix just the sample
+    tables its cases read, and the cases pass on them."""
+    from simclient.cli import main
+
+    root = f"{s3}/validate"
+    assert main(["validate", "planar-hertz-tables", "blankevoort-winkler", "--tables", root, "--json"]) == 0
+    cases = json.loads(capsys.readouterr().out)["cases"]
+    assert [c["name"] for c in cases] == ["planar-hertz-tables", "blankevoort-winkler"]
+    assert all(c["passed"] for c in cases)
+    assert sorted(Catalog(root).names()) == ["knee2d_circle_femur", "knee2d_circle_tibia"]

@@ -45,7 +45,8 @@ its expected value:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,20 +76,23 @@ from simclient.io import open_surface
 from simclient.scenarios._base import Summary, locate
 from simclient.scenarios._base import Tables
 from simclient.scenarios.bouncing_ball import G, BallParams, bouncing_ball, hertz_drop
-from simclient.scenarios.knee2d import GEOMETRIES, MATERIAL_CASES, Knee2DParams, knee2d
+from simclient.scenarios.knee2d import GEOMETRIES, MATERIAL_CASES, Knee2DParams, knee2d, table_names
 
-__all__ = ["CASES", "run_cases"]
+__all__ = ["CASES", "Case", "case_tables", "run_cases"]
+
+Root = str | Path  # where the tables are: a folder or an s3://BUCKET/PREFIX
+CaseRun = Callable[[Root, dict[str, Any]], dict[str, Any]]
 
 RESTITUTION = {"flores": (0.5, 0.05), "gonthier": (0.5, 0.05), "zhiying-qishao": (0.5, 0.05),
                "hunt-crossley": (0.9, 0.02), "herbert-mcwhannell": (0.9, 0.02),
                "lankarani-nikravesh": (0.9, 0.02), "lee-wang": (0.95, 0.03)}
 
 
-def _ball(tables: Path, params: BallParams = BallParams()) -> Summary:
+def _ball(tables: Root, params: BallParams = BallParams()) -> Summary:
     return bouncing_ball(locate("ball_333", tables=tables), locate("ground", tables=tables), params)
 
 
-def _hertz(tables: Path, cache: dict[str, Any]) -> Summary:
+def _hertz(tables: Root, cache: dict[str, Any]) -> Summary:
     if "hertz" not in cache:
         cache["hertz"] = _ball(tables)
     return cache["hertz"]
@@ -101,39 +105,39 @@ def _case(name: str, measured: float, expected: float, tol: float, relative: boo
             "tolerance": tol, "tolerance_kind": "relative" if relative else "absolute", "passed": err <= tol}
 
 
-def _indentation(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+def _indentation(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
     s = _hertz(tables, cache)
     return _case("hertz-indentation", s["max_indentation_m"][0], hertz_drop(BallParams())["max_indentation"],
                  0.01, True, "m")
 
 
-def _duration(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+def _duration(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
     s = _hertz(tables, cache)
     return _case("hertz-duration", s["contact_durations_s"][0], hertz_drop(BallParams())["duration"], 0.01, True, "s")
 
 
-def _energy(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+def _energy(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
     return _case("energy", _hertz(tables, cache)["energy_drift"], 0.0, 1e-4, False, "relative")
 
 
-def _restitution(law: str) -> Callable[[Path, dict[str, Any]], dict[str, Any]]:
+def _restitution(law: str) -> CaseRun:
     cr, tol = RESTITUTION[law]
 
-    def case(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+    def case(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
         s = _ball(tables, BallParams(law=law, cr=cr, t_end=0.06))
         c_eff = s["separation_velocities_m_s"][0] / s["impact_velocities_m_s"][0]
         return _case(f"restitution-{law}", c_eff, cr, tol, False, "-")
     return case
 
 
-def press(tables: Path, indenter: str, layer: LayerLaw, depth: float, thickness: float, n: int = 80,
+def press(tables: Root, indenter: str, layer: LayerLaw, depth: float, thickness: float, n: int = 80,
           half_width: float = 0.004) -> float:
     """Normal force (N) of the ``indenter`` table pushed ``depth`` (m) into the ``ef_layer`` table
     carrying a layer of ``thickness`` (m), with ``n x n`` elements over +-``half_width`` (m)."""
     return float(pressed(tables, indenter, layer, depth, thickness, n, half_width).force[2])
 
 
-def pressed(tables: Path, indenter: str, layer: LayerLaw, depth: float, thickness: float, n: int = 80,
+def pressed(tables: Root, indenter: str, layer: LayerLaw, depth: float, thickness: float, n: int = 80,
             half_width: float = 0.004, shift: tuple[float, float] = (0.0, 0.0),
             quadrature: str = "centre") -> CompartmentResult:
     """:func:`press`'s whole result (force, pressures, area), the indenter's window its whole table;
@@ -149,26 +153,26 @@ def pressed(tables: Path, indenter: str, layer: LayerLaw, depth: float, thicknes
     return contact.evaluate(I, np.zeros(3), I, np.array([0.0, 0.0, -lowest - depth]))["layer"]
 
 
-def _ef_sphere_linear(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+def _ef_sphere_linear(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
     law, R, d, h = LinearLayer(10e6, 0.3), 0.02, 5e-5, 0.005
     return _case("ef-sphere-linear", press(tables, "ef_sphere", law, d, h), math.pi * law.aggregate_modulus * R * d**2 / h,
                  0.01, True, "N")
 
 
-def _ef_sphere_log(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+def _ef_sphere_log(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
     law, R, d, h = LinearLayer(10e6, 0.3, large_strain=True), 0.02, 5e-5, 1e-4
     expected = quad(lambda r: -law.aggregate_modulus * math.log(1 - (d - r * r / (2 * R)) / h) * 2 * math.pi * r,
                     0, math.sqrt(2 * R * d))[0]
     return _case("ef-sphere-log", press(tables, "ef_sphere", law, d, h), expected, 0.01, True, "N")
 
 
-def _ef_paraboloid(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+def _ef_paraboloid(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
     law, R1, R2, d, h = LinearLayer(10e6, 0.3), 0.02, 0.05, 5e-5, 0.005
     return _case("ef-paraboloid", press(tables, "ef_paraboloid", law, d, h, half_width=0.0025),
                  math.pi * law.aggregate_modulus * math.sqrt(R1 * R2) * d**2 / h, 0.01, True, "N")
 
 
-def planar_drop(tables: Path | None, gap: float = 0.005, mass: float = 1.0) -> tuple[float, float]:
+def planar_drop(tables: Root | None, gap: float = 0.005, mass: float = 1.0) -> tuple[float, float]:
     """A disc (section 5.3's convex-convex femoral circle, ``mass`` kg) dropped from rest ``gap``
     (m) onto the fixed tibial circle along their line of centres, Hertz with Table 5.3's K: on the
     circles' profile tables from ``tables``, or on the closed-form circles when None. Returns the
@@ -200,20 +204,20 @@ def planar_drop(tables: Path | None, gap: float = 0.005, mass: float = 1.0) -> t
     return depth, expected
 
 
-def _planar(kind: str) -> Callable[[Path, dict[str, Any]], dict[str, Any]]:
-    def case(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+def _planar(kind: str) -> CaseRun:
+    def case(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
         measured, expected = planar_drop(tables if kind == "tables" else None)
         return _case(f"planar-hertz-{kind}", measured, expected, 0.01, True, "m")
     return case
 
 
-def _oa90(tables: Path, cache: dict[str, Any]) -> tuple[Summary, dict[str, Any]]:
+def _oa90(tables: Root, cache: dict[str, Any]) -> tuple[Summary, dict[str, Any]]:
     if "oa90" not in cache:
         cache["oa90"] = knee2d(Tables(folder=tables), Knee2DParams(material="oa90"))
     return cache["oa90"], MATERIAL_CASES["oa90"]
 
 
-def _double_below(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+def _double_below(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
     s, m = _oa90(tables, cache)
     h = s.artifacts["history"]
     d, f = h["indentation_m"], h["force_N"]
@@ -222,7 +226,7 @@ def _double_below(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
     return _case("double-layer-below", float(np.max(np.abs(f[sel] - single) / single)), 0.0, 1e-9, False, "relative")
 
 
-def _double_above(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+def _double_above(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
     s, m = _oa90(tables, cache)
     h = s.artifacts["history"]
     k = int(np.argmax(h["indentation_m"]))
@@ -238,10 +242,10 @@ ARGATOV_INCOMPRESSIBLE = {"1": ((40, 10, 0.1, 1), 0.716755), "2": ((30, 30, 0.2,
                           "3": ((20, 60, 0.05, 2), 0.569139)}
 
 
-def _argatov_incompressible(row: str) -> Callable[[Path, dict[str, Any]], dict[str, Any]]:
+def _argatov_incompressible(row: str) -> CaseRun:
     """Eq. 27's closed form against a second method: eqs. 23-24 solved for (a, b, p0) by Newton
     from a rough start and eq. 22's pressure integrated over the ellipse (polar coordinates)."""
-    def case(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+    def case(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
         from scipy.integrate import dblquad
         from scipy.optimize import fsolve
 
@@ -259,7 +263,7 @@ def _argatov_incompressible(row: str) -> Callable[[Path, dict[str, Any]], dict[s
     return case
 
 
-def _argatov_compressible(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+def _argatov_compressible(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
     """Eq. 17 with Blankevoort's cartilage (E = 5 MPa, nu = 0.45, h = 4 mm) against the element
     grid pressing the same paraboloid (R1 = 20 mm, R2 = 50 mm) 0.05 mm into the layer."""
     E, nu, h, R1, R2, d = 5e6, 0.45, 0.004, 0.02, 0.05, 5e-5
@@ -292,7 +296,7 @@ def viscoelastic_history(law: ViscoelasticLaw, t: np.ndarray, rate: float, t_tur
     return ode, hereditary
 
 
-def _argatov_viscoelastic(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+def _argatov_viscoelastic(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
     """The viscoelastic compressible law (a standard linear solid, rho = 0.5, T = 1 ms) along a
     load-unload ramp of 0.1 mm in 1 ms and back: its state equation against the hereditary integral
     (eq. 31, as corrected: Psi normalized) by quadrature, the largest difference relative to the
@@ -304,28 +308,54 @@ def _argatov_viscoelastic(tables: Path, cache: dict[str, Any]) -> dict[str, Any]
                  "of the peak force")
 
 
-def _blankevoort_winkler(tables: Path, cache: dict[str, Any]) -> dict[str, Any]:
+def _blankevoort_winkler(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
     """Eq. 15 with Blankevoort's E = 5 MPa, nu = 0.45, h = 4 mm: the reference's 4.741 N/mm^3."""
     return _case("blankevoort-winkler", winkler_modulus(Layer(0.004, 5e6, 0.45)) / 1e9, 4.741, 1e-4, True, "N/mm^3")
 
 
-CASES: dict[str, Callable[[Path, dict[str, Any]], dict[str, Any]]] = {
-    "hertz-indentation": _indentation, "hertz-duration": _duration, "energy": _energy,
-    **{f"restitution-{law}": _restitution(law) for law in RESTITUTION},
-    "ef-sphere-linear": _ef_sphere_linear, "ef-sphere-log": _ef_sphere_log, "ef-paraboloid": _ef_paraboloid,
-    "planar-hertz-tables": _planar("tables"), "planar-hertz-circles": _planar("circles"),
-    "double-layer-below": _double_below, "double-layer-above": _double_above,
-    **{f"argatov-incompressible-{row}": _argatov_incompressible(row) for row in ARGATOV_INCOMPRESSIBLE},
-    "argatov-compressible": _argatov_compressible, "argatov-viscoelastic": _argatov_viscoelastic,
-    "blankevoort-winkler": _blankevoort_winkler,
+@dataclass(frozen=True)
+class Case:
+    """A validation case: ``run(tables, cache)`` gives its row, reading the sample tables ``tables``."""
+
+    run: CaseRun
+    tables: tuple[str, ...] = ()
+
+
+BALL_TABLES = ("ball_333", "ground")
+OA90_TABLES = tuple(table_names(Knee2DParams(material="oa90")).values())
+
+CASES: dict[str, Case] = {
+    "hertz-indentation": Case(_indentation, BALL_TABLES), "hertz-duration": Case(_duration, BALL_TABLES),
+    "energy": Case(_energy, BALL_TABLES),
+    **{f"restitution-{law}": Case(_restitution(law), BALL_TABLES) for law in RESTITUTION},
+    "ef-sphere-linear": Case(_ef_sphere_linear, ("ef_layer", "ef_sphere")),
+    "ef-sphere-log": Case(_ef_sphere_log, ("ef_layer", "ef_sphere")),
+    "ef-paraboloid": Case(_ef_paraboloid, ("ef_layer", "ef_paraboloid")),
+    "planar-hertz-tables": Case(_planar("tables"), ("knee2d_circle_femur", "knee2d_circle_tibia")),
+    "planar-hertz-circles": Case(_planar("circles")),
+    "double-layer-below": Case(_double_below, OA90_TABLES), "double-layer-above": Case(_double_above, OA90_TABLES),
+    **{f"argatov-incompressible-{row}": Case(_argatov_incompressible(row)) for row in ARGATOV_INCOMPRESSIBLE},
+    "argatov-compressible": Case(_argatov_compressible, ("ef_layer", "ef_paraboloid")),
+    "argatov-viscoelastic": Case(_argatov_viscoelastic), "blankevoort-winkler": Case(_blankevoort_winkler),
 }
 
 
-def run_cases(tables: Path, names: list[str] | None = None) -> list[dict[str, Any]]:
-    """Run the named cases (all by default); :class:`ParameterError` listing the choices for an unknown one."""
-    names = names or list(CASES)
+def _checked(names: Iterable[str] | None) -> list[str]:
+    """``names`` (all cases when empty); :class:`ParameterError` listing the choices for an unknown one."""
+    names = list(names or CASES)
     unknown = [n for n in names if n not in CASES]
     if unknown:
         raise ParameterError(f"unknown validation case(s) {unknown}; choose from {', '.join(CASES)}")
+    return names
+
+
+def case_tables(names: Iterable[str] | None = None) -> list[str]:
+    """The sample tables the named cases (all by default) read, each once."""
+    return list(dict.fromkeys(t for n in _checked(names) for t in CASES[n].tables))
+
+
+def run_cases(tables: Root, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """Run the named cases (all by default) on the sample tables in ``tables`` (a folder or an
+    ``s3://BUCKET/PREFIX``); :class:`ParameterError` listing the choices for an unknown one."""
     cache: dict[str, Any] = {}
-    return [CASES[n](tables, cache) for n in names]
+    return [CASES[n].run(tables, cache) for n in _checked(names)]
