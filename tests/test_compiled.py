@@ -71,6 +71,23 @@ def test_compiled_knee3d_matches_the_reference_path(sample_tables):
         assert jit["peak_ligament_forces_N"][name] == pytest.approx(f, rel=1e-3), name
 
 
+def test_a_trial_step_off_the_contact_is_retried_from_the_accepted_state(sample_tables):
+    """A placement of the knee3d study where an explicit method's large trial stage carries the
+    medial contact point off its windows and table: the segment is retried with smaller steps from
+    the accepted state's warm starts and windows (from the failed trial's, the retry's first
+    evaluation failed too and the run stopped at 25 deg). Both explicit paths reach 80 deg with
+    BDF's behaviours."""
+    from simclient.scenarios.knee3d import KneeParams, knee3d
+
+    placement = {"reading": "inverse", "plateau_z": KneeParams.plateau_z - 0.5e-3}  # inverse-x21-gap1-drop0
+    runs = {m: knee3d(Tables(folder=sample_tables), KneeParams(method=m, **placement))
+            for m in ("BDF", "DOP853", "DOP853-jit")}
+    for method, s in runs.items():
+        assert s["status"] == "ok" and s["final_flexion_deg"] == pytest.approx(80.0, abs=0.01), (method, s["message"])
+        for key in ("thesis", "first_contact", "peak_ligament", "peak_ligament_above_30_deg"):
+            assert s[key] == runs["BDF"][key], (method, key)
+
+
 def _ball_system(tables, law, push=False):
     ball = Body("ball", mass=0.092, inertia=np.eye(3) * 1.5e-5, position=np.array([-0.03, 0, 0.032]))
     loads = [PointLoad(ball, np.zeros(3), np.array([1.0, 0, 0]), lambda t: 0.01)] if push else []

@@ -22,6 +22,7 @@ from simclient.contact._newton import ContactStatus, solve_contact, solve_contac
 from simclient.errors import ContactError, ParameterError
 from simclient.geometry import StorageWindow
 from simclient.geometry import layout as L
+from surfacestore.format import RecordBlock
 
 __all__ = ["Contact", "Contacts", "ContactPair"]
 
@@ -167,6 +168,19 @@ class ContactPair:
     def x(self, value: np.ndarray | None) -> None:
         self.work[L.PAIR_X:L.PAIR_X + 4] = np.nan if value is None else value
 
+    def checkpoint(self) -> tuple[np.ndarray | None, RecordBlock | None, RecordBlock | None]:
+        """The pair's warm start and its windows' placements, for :meth:`restore`."""
+        return self.x, self.wi.block, self.wj.block
+
+    def restore(self, state: tuple[np.ndarray | None, RecordBlock | None, RecordBlock | None]) -> None:
+        """Go back to a :meth:`checkpoint`: an integrator retrying from an accepted state must
+        not start from the warm start and windows a failed trial far from it left behind."""
+        x, bi, bj = state
+        self.x = x
+        for window, block in ((self.wi, bi), (self.wj, bj)):
+            if block is not None:
+                window.restore(block)
+
     @property
     def evaluations(self) -> int:
         return int(self.ints[_EVALUATIONS])
@@ -257,7 +271,7 @@ class ContactPair:
                 if wi.update(x[0], x[1]) | wj.update(x[2], x[3]):
                     self._sync()
                 ints[_CHECK] = 0
-                code = -1
+                last, code = code, -1
                 continue
             if warm and not left:
                 # the warm start was too far (bodies moved a long way since, e.g. an integrator's
@@ -267,6 +281,8 @@ class ContactPair:
                 code = -1
                 continue
             break
+        if code < 0:  # every round moved a window and the solve left one again
+            code = last
         data[:L.OUT_SIZE] = self.work[:L.OUT_SIZE]
         if code == _CONVERGED:
             self.work[L.PAIR_X:L.PAIR_X + 4] = x

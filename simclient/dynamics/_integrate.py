@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, DenseOutput, OdeSolver, Radau, solve_ivp
 
+from simclient.contact import ContactPair
 from simclient.dynamics._compiled import CompiledDOP853, compile_system, gap_probe
 from simclient.errors import ContactError, ParameterError, SimulationError
 
@@ -177,9 +178,10 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
     below (e.g. a flexion angle reaching its target). At every restart the state is projected by
     ``system.normalize`` (Euler parameters; a planar system's constraints), and ``project_every``
     (s) restarts at least that often. A contact detection that fails inside a step (a trial state
-    far from the last accepted one) restarts the segment with ``max_step`` a thousandth of the time
-    left, then ten and a hundred times smaller; failures beyond that (and the integrator's) end the
-    run with ``status = -1`` and a message; the result then covers what was integrated.
+    far from the last accepted one) restarts the segment, from the contacts' warm starts and windows
+    of its start, with ``max_step`` a thousandth of the time left, then ten and a hundred times
+    smaller; failures beyond that (and the integrator's) end the run with ``status = -1`` and a
+    message; the result then covers what was integrated.
     """
     if not (t_end > 0 and np.isfinite(t_end)):
         raise ParameterError(f"the end time must be positive and finite (s), got {t_end}")
@@ -250,19 +252,25 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
                 switch(c, 0.0, y)
         stopped = False
         retries, segment_options = 0, dict(options)
+        pairs = [c.pair for c in system.contacts if isinstance(getattr(c, "pair", None), ContactPair)]
         while t < t_end - 1e-15 and not stopped:
             evs = [make_event(c) for c in system.contacts] + ([stop_event] if stop is not None else [])
             t_next = t_end if project_every is None else min(t_end, t + project_every)
+            saved = [p.checkpoint() for p in pairs]
             try:
                 sol = integrate(rhs, (t, t_next), y, method=solver, events=evs, dense_output=True,
                                 **segment_options)
             except ContactError:
                 # a trial state far from the last accepted one (a large step into a stiff contact)
-                # can put the contact point off the tables: retry the segment with smaller steps
+                # can put the contact point off the tables: retry the segment with smaller steps,
+                # from the warm starts and windows of the accepted state (the failed trial's would
+                # fail the retry's first evaluation)
                 if retries == MAX_RETRIES or solver is RK4:
                     raise
+                for p, state in zip(pairs, saved):
+                    p.restore(state)
                 retries += 1
-                segment_options["max_step"] = min(segment_options["max_step"], t_end - t) / 10 ** (retries + 2)
+                segment_options["max_step"] = min(options["max_step"], t_end - t) / 10 ** (retries + 2)
                 continue
             retries, segment_options = 0, dict(options)
             nfev += sol.nfev

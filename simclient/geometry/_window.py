@@ -164,6 +164,15 @@ class StorageWindow:
         self.updates += 1
         return True
 
+    def restore(self, block: RecordBlock) -> bool:
+        """Put the window back on ``block``, a placement it had (its :attr:`block` then): for a
+        solver going back to an accepted state after a failed trial moved it. True when it moved."""
+        if block == self.block:
+            return False
+        self._place(block)
+        self.updates += 1
+        return True
+
     def _take_prefetched(self, s: RecordBlock) -> np.ndarray | None:
         """The records of strip ``s`` from a finished or running prefetch that covers it."""
         for blk, fut in self._pending.items():

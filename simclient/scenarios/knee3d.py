@@ -68,7 +68,7 @@ class KneeParams:
     t_end: float = param(2.0, "longest simulated time", "s")
     window: tuple[int, int] = extent_param((3, 9), "every window's extent, records")
     interpolation: str = param("hermite", "interpolation inside the windows", choices=tuple(INTERPOLATIONS))
-    method: str = param("BDF", "integration method", choices=tuple(METHODS))
+    method: str = param("DOP853-jit", "integration method", choices=tuple(METHODS))
     rtol: float = param(1e-6, "relative tolerance of the adaptive methods")
     atol: float = param(1e-9, "absolute tolerance of the adaptive methods")
     samples: int = 400

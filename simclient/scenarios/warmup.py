@@ -34,6 +34,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 RUNS: dict[str, tuple[dict[str, float], dict[str, str]]] = {
     "bouncing-ball": ({"t_end": 0.06}, {"ball": "ball_33"}),
     "knee2d": ({"t_end": 0.02}, {}),
+    "knee3d": ({"final_flexion_deg": 10.0}, {}),  # the compiled system with ligaments and two contacts
     "prosthetic-knee": ({"t_end": 0.05}, {}),
 }
 
