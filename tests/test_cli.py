@@ -90,9 +90,18 @@ def test_out_must_be_a_folder(sample_tables, tmp_path):
     assert r.returncode == 1 and "not a folder" in r.stderr and f.read_text() == "x"
 
 
-def test_warmup_compiles_and_runs(capsys):
-    """``simclient warmup`` (run by dev.py at set-up) runs its short scenarios without error."""
-    from simclient.cli import main
-
-    assert main(["warmup"]) == 0
-    assert "kernels compiled and cached" in capsys.readouterr().out
+def test_warmup_leaves_the_first_runs_nothing_to_compile(sample_tables, monkeypatch):
+    """``simclient warmup`` (run by dev.py at set-up) compiles every kernel afresh into numba's
+    cache: the first runs of the scenarios it covers, each in a new process, then load every kernel
+    they call from the cache and compile none. (In a child process: run in this one, it would
+    delete the cached kernels this process has loaded and could not save them again.)"""
+    r = run_cli("warmup")
+    assert r.returncode == 0 and "kernels compiled and cached" in r.stdout, r.stderr
+    monkeypatch.setenv("NUMBA_DEBUG_CACHE", "1")  # numba's own report of each kernel loaded or saved
+    for argv in (["bouncing-ball", "--t-end", "0.06"], ["knee2d", "--t-end", "0.02"],
+                 ["knee3d", "--final-flexion-deg", "10"], ["prosthetic-knee", "--t-end", "0.05"]):
+        r = run_cli("run", *argv, "--tables", str(sample_tables))
+        assert r.returncode == 0, r.stderr
+        cache = [line for line in r.stdout.splitlines() if line.startswith("[cache]")]
+        assert any("data loaded" in line for line in cache), argv
+        assert not any("saved" in line for line in cache), (argv, [line for line in cache if "saved" in line])
