@@ -174,7 +174,9 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
 
     ``method``: a name in :data:`METHODS` (``rk4`` steps by ``h``, default 1e-5 s) or an
     ``OdeSolver`` subclass. Contact onsets and separations are terminal events (see
-    :mod:`simclient.dynamics._system`); ``stop(t, system)`` ends the run where it crosses zero from
+    :mod:`simclient.dynamics._system`), seen where a gap changes sign between a step's ends: a
+    contact period shorter than a step (a graze) can pass unseen, so ``max_step`` (s) should stay
+    below the shortest one to be counted; ``stop(t, system)`` ends the run where it crosses zero from
     below (e.g. a flexion angle reaching its target). At every restart the state is projected by
     ``system.normalize`` (Euler parameters; a planar system's constraints), and ``project_every``
     (s) restarts at least that often. A contact detection that fails inside a step (a trial state
