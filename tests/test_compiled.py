@@ -89,6 +89,21 @@ def test_a_trial_step_off_the_contact_is_retried_from_the_accepted_state(sample_
             assert s[key] == runs["BDF"][key], (method, key)
 
 
+def test_knee3d_default_steps_count_the_shortest_graze(sample_tables):
+    """The knee3d placement with the study's shortest contact (a 0.83 ms lateral graze,
+    inverse-x21-gap1-drop2): the default run (DOP853-jit, steps of at most 0.2 ms) counts the
+    contacts of a converged reference (BDF at rtol 1e-8, atol 1e-12); unbounded, the explicit
+    method's 1.4 ms steps passed over that graze."""
+    from simclient.scenarios.knee3d import KneeParams, knee3d
+
+    placement = {"reading": "inverse", "plateau_z": KneeParams.plateau_z - 0.5e-3, "lateral_drop": 2e-3}
+    ref = knee3d(Tables(folder=sample_tables), KneeParams(method="BDF", rtol=1e-8, atol=1e-12, **placement))
+    run = knee3d(Tables(folder=sample_tables), KneeParams(**placement))
+    assert ref["contacts"] == {"medial": 8, "lateral": 3}
+    assert run["contacts"] == ref["contacts"]
+    assert run["thesis"] == ref["thesis"]
+
+
 def _ball_system(tables, law, push=False):
     ball = Body("ball", mass=0.092, inertia=np.eye(3) * 1.5e-5, position=np.array([-0.03, 0, 0.032]))
     loads = [PointLoad(ball, np.zeros(3), np.array([1.0, 0, 0]), lambda t: 0.01)] if push else []
