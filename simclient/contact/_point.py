@@ -264,6 +264,7 @@ class ContactPair:
                 ints[_ITERATIONS] += it
             if code == _CONVERGED:
                 break
+            last = code  # reported if the rounds run out on a window move or a restart
             left = code == _LEFT_I or code == _LEFT_J
             if code == _NEEDS_UPDATE or (update_windows and left):
                 # the thesis' rule for the guess (or the iterate that left a window), then solve
@@ -271,7 +272,7 @@ class ContactPair:
                 if wi.update(x[0], x[1]) | wj.update(x[2], x[3]):
                     self._sync()
                 ints[_CHECK] = 0
-                last, code = code, -1
+                code = -1
                 continue
             if warm and not left:
                 # the warm start was too far (bodies moved a long way since, e.g. an integrator's
@@ -281,7 +282,7 @@ class ContactPair:
                 code = -1
                 continue
             break
-        if code < 0:  # every round moved a window and the solve left one again
+        if code < 0:  # every round moved a window (or restarted) and the solve failed again
             code = last
         data[:L.OUT_SIZE] = self.work[:L.OUT_SIZE]
         if code == _CONVERGED:

@@ -266,7 +266,7 @@ def _clearance_figure(plt: Any, cases: list[tuple[str, Summary]]) -> Any:
     """Per compartment, the peak pressure's against the contact area's large/small-strain ratio of
     every case, the closed form for its gap at its small-strain peak strain, Bei & Fregly's Table 3
     and the done-when's box (area within 3 %, peak 1.08-1.10)."""
-    from simclient.contact import power_gap_strain_ratios
+    from simclient.contact import LinearLayer, power_gap_strain_ratios
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
     t = cases[0][1]["table_3"] if cases else {}
@@ -276,7 +276,7 @@ def _clearance_figure(plt: Any, cases: list[tuple[str, Summary]]) -> Any:
             if not s.ok:
                 continue
             r = s["large_over_small"][side]
-            M = (1 - s["nu"]) * s["E_Pa"] / ((1 + s["nu"]) * (1 - 2 * s["nu"]))  # aggregate modulus, Pa
+            M = LinearLayer(s["E_Pa"], s["nu"]).aggregate_modulus  # Pa
             eps0 = s["strain"]["small"]["compartments"][side]["peak_pressure_Pa"] / M
             peak, area = power_gap_strain_ratios(eps0, s["clearance_exponent"])
             ax.plot(r["area_m2"], r["peak_pressure_Pa"], "o", color=f"C{k}", label=f"{label} measured")
