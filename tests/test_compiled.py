@@ -92,16 +92,18 @@ def test_a_trial_step_off_the_contact_is_retried_from_the_accepted_state(sample_
 def test_knee3d_default_steps_count_the_shortest_graze(sample_tables):
     """The knee3d placement with the study's shortest contact (a 0.83 ms lateral graze,
     inverse-x21-gap1-drop2): the default run (DOP853-jit, steps of at most 0.2 ms) counts the
-    contacts of a converged reference (BDF at rtol 1e-8, atol 1e-12); unbounded, the explicit
-    method's 1.4 ms steps passed over that graze."""
+    contacts of a converged reference (BDF at rtol 1e-8, atol 1e-12), and so does an unbounded
+    run, whose 1.4 ms steps passed over that graze while contacts were looked for at step ends
+    only."""
     from simclient.scenarios.knee3d import KneeParams, knee3d
 
     placement = {"reading": "inverse", "plateau_z": KneeParams.plateau_z - 0.5e-3, "lateral_drop": 2e-3}
     ref = knee3d(Tables(folder=sample_tables), KneeParams(method="BDF", rtol=1e-8, atol=1e-12, **placement))
-    run = knee3d(Tables(folder=sample_tables), KneeParams(**placement))
     assert ref["contacts"] == {"medial": 8, "lateral": 3}
-    assert run["contacts"] == ref["contacts"]
-    assert run["thesis"] == ref["thesis"]
+    for max_step in (KneeParams.max_step, 1.0):
+        run = knee3d(Tables(folder=sample_tables), KneeParams(max_step=max_step, **placement))
+        assert run["contacts"] == ref["contacts"], max_step
+        assert run["thesis"] == ref["thesis"]
 
 
 def _ball_system(tables, law, push=False):

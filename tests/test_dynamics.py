@@ -283,6 +283,47 @@ def test_rk4_is_fourth_order_and_locates_events_like_every_method():
         assert sol.sol(1.0)[0] == pytest.approx(math.cos(1.0), abs=2e-6 if method == "rk4" else 1e-7), method
 
 
+def _skimming_ball(tables, gap0, dip):
+    """The ball thrown down at the ground against an upward pull ``G``: its lowest point would
+    reach ``dip`` (m) below the ground, from ``gap0`` (m) above it, in free flight."""
+    from simclient.dynamics import Body, ContactModel, MultibodySystem, Surface
+    from simclient.geometry import StorageWindow
+    from simclient.io import open_surface
+
+    g, radius = 9.81, 0.02
+    ball = Body("ball", mass=0.092, inertia=np.eye(3) * 0.4 * 0.092 * radius**2,
+                position=np.array([0.0, 0.0, radius + gap0]))
+    ball.velocity = np.array([0.0, 0.0, -math.sqrt(2 * g * (gap0 + dip))])
+    ground = Body("ground", fixed=True)
+    contact = ContactModel("ball-ground",
+                           Surface(ball, StorageWindow(open_surface(tables / "ball_333.zarr"), (3, 3), centre=(0, 0))),
+                           Surface(ground, StorageWindow(open_surface(tables / "ground.zarr"), (3, 9), centre=(0, 0))),
+                           make_law("hertz", 5.5e9))
+    return MultibodySystem([ball, ground], [contact], gravity=(0, 0, g))
+
+
+@pytest.mark.parametrize("method", ["DOP853", "DOP853-jit", "BDF"])
+def test_a_contact_shorter_than_a_step_is_found(sample_tables, method):
+    """A ball skimming the ground: thrown down against an upward pull, its free flight (a parabola)
+    dips 1 um into the ground for 0.9 ms. The steps grow to several ms over the flight, and the
+    ends of the step that holds the dip see the ball above the ground; the contact is found inside
+    the step, at the closed-form time (to 1e-8 s: 4e-11 m at 4.4 mm/s) and speed, and the ball
+    leaves at the speed it came (Hertz: no loss)."""
+    from simclient.dynamics import simulate
+
+    g, gap0, dip = 9.81, 1e-3, 1e-6
+    v0, v_c = math.sqrt(2 * g * (gap0 + dip)), math.sqrt(2 * g * dip)
+    t_c = (v0 - v_c) / g  # the lowest point reaches the ground
+    res = simulate(_skimming_ball(sample_tables, gap0, dip), 2 * v0 / g, method=method)
+    assert res.success, res.message
+    assert [e["type"] for e in res.events] == ["onset", "separation"]
+    onset, separation = res.events
+    assert onset["t"] == pytest.approx(t_c, abs=1e-8)
+    assert onset["impact_velocity"] == pytest.approx(v_c, rel=1e-4)
+    assert separation["separation_velocity"] == pytest.approx(v_c, rel=1e-4)
+    assert max(np.diff(res.t)) > 4 * math.sqrt(2 * dip / g)  # some steps are twice the dip's length
+
+
 def test_unknown_method_lists_the_methods():
     from simclient.dynamics import Body, MultibodySystem, integrate, simulate
     from simclient.errors import ParameterError

@@ -98,10 +98,13 @@ class _Kernel:
         self.work = np.full((max(nc, 1), L.SOLVE_WORK_SIZE), np.nan)
         self.stage_y = np.zeros(len(system.initial_state()))
 
-    def load(self) -> None:
+    def load(self, only: int | None = None) -> None:
         """The Python side's current state into the arrays: contact modes, impact velocities, warm
-        starts and window placements (a window may have moved in Python since the last call)."""
+        starts and window placements (a window may have moved in Python since the last call); of
+        contact ``only`` alone if given (a probe reads no other)."""
         for k, c in enumerate(self.system.contacts):
+            if only is not None and k != only:
+                continue
             p = c.pair
             assert p is not None
             self.cint[k, _CI_ACTIVE] = c.active
@@ -138,7 +141,7 @@ class _Kernel:
         k = self.index[id(c)]
         p = c.pair
         if p.x is not None:
-            self.load()
+            self.load(k)
             status, depth = _probe(y, k, *self.args())
             if status == _CONVERGED_PROBE:
                 p.x = self.xs[k]

@@ -5,7 +5,8 @@
 ``Radau``, ``BDF``, ``LSODA``), ``rk4``, the thesis' classical fixed-step Runge-Kutta written as a
 scipy ``OdeSolver`` (:class:`RK4`), and ``DOP853-jit``, scipy's DOP853 with compiled stages
 (:class:`simclient.dynamics.CompiledDOP853`: the same steps and results to round-off). Events are
-located the same way for every method: by root finding on the solver's dense output. A subclass
+located the same way for every method: by root finding on the solver's dense output; :func:`simulate`
+also looks inside each step for contacts shorter than the step (see :func:`_event_root`). A subclass
 of ``OdeSolver`` can be passed as ``method`` too. An unknown method is a
 :class:`simclient.errors.ParameterError` listing the methods; an integrator failure is a status of
 the result, never an exception.
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, DenseOutput, OdeSolver, Radau, solve_ivp
+from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, DenseOutput, OdeSolution, OdeSolver, Radau, solve_ivp
+from scipy.optimize import brentq
 
 from simclient.contact import ContactPair
 from simclient.dynamics._compiled import CompiledDOP853, compile_system, gap_probe
@@ -119,6 +121,95 @@ def integrate(fun: Callable[[float, np.ndarray], np.ndarray], t_span: tuple[floa
 
 
 @dataclass
+class _Segment:
+    """An integration up to an end time or to the first event (see :func:`_advance`)."""
+
+    t: np.ndarray
+    y: np.ndarray
+    sol: OdeSolution
+    status: int  # 0 the end was reached, 1 an event fired, -1 the solver failed
+    message: str
+    fired: int | None  # the index of the event that ended it
+    nfev: int
+
+
+def _event_root(ev: Callable, sol: DenseOutput, t_old: float, t: float, g_old: float,
+                g_new: float) -> float | None:
+    """When the event function ``ev`` first crosses zero in its ``direction`` in the step
+    [``t_old``, ``t``] (values ``g_old``, ``g_new`` at its ends, ``sol`` its dense output), or None.
+
+    A change of sign between the step's ends is a crossing, as in ``solve_ivp``. For an event
+    function marked ``graze`` (a contact's onset or separation), so is a crossing and a return
+    inside the step (a contact shorter than the step, which the ends alone miss): ``ev`` is sampled
+    at the step's middle, and where the parabola through the three values bulges towards zero, at
+    its extremum too. A graze much shorter than the step can still pass unseen between those
+    samples."""
+    d: float = ev.direction  # type: ignore[attr-defined]
+    if d * g_old > 0:
+        return None
+    end = t if d * g_new >= 0 else None
+    if end is None and getattr(ev, "graze", False):
+        t_mid = 0.5 * (t_old + t)
+        g_mid = ev(t_mid, sol(t_mid))
+        if d * g_mid >= 0:
+            end = t_mid
+        else:
+            # the parabola through (0, g_old), (1/2, g_mid), (1, g_new) in s = (t - t_old) / h
+            a, b = 2 * (g_old - 2 * g_mid + g_new), -3 * g_old + 4 * g_mid - g_new
+            if d * a < 0:
+                s = -b / (2 * a)
+                peak = g_old - b * b / (4 * a)
+                # probe where the extremum lies inside and comes at least halfway from g_mid to zero
+                if 0 < s < 1 and d * peak >= 0.5 * d * g_mid:
+                    t_peak = t_old + s * (t - t_old)
+                    if d * ev(t_peak, sol(t_peak)) >= 0:
+                        end = t_peak
+    if end is None:
+        return None
+    return float(brentq(lambda tt: ev(tt, sol(tt)), t_old, end, xtol=4 * _EPS, rtol=4 * _EPS))
+
+
+_EPS = float(np.finfo(float).eps)
+
+
+def _advance(fun: Callable[[float, np.ndarray], np.ndarray], t_span: tuple[float, float], y0: np.ndarray,
+             solver: type[OdeSolver], events: Sequence[Callable], **options: Any) -> _Segment:
+    """Integrate ``y' = fun(t, y)`` over ``t_span`` by ``solver`` until the first crossing of an
+    event function (each with a ``direction``, ±1), found in every step by :func:`_event_root`,
+    grazes included; the step is then cut at the crossing, as ``solve_ivp`` cuts at a terminal
+    event."""
+    t0, t1 = t_span
+    run = solver(fun, t0, y0, t1, **options)
+    g = [ev(t0, y0) for ev in events]
+    ts, ys, dense = [t0], [np.asarray(y0, dtype=float)], []
+    status, message, fired = None, "", None
+    while status is None:
+        message = run.step() or ""
+        if run.status == "failed":
+            status = -1
+            break
+        t_old, t, y = run.t_old, run.t, run.y
+        sol = run.dense_output()
+        g_new = [ev(t, y) for ev in events]
+        roots = [(r, k) for k, ev in enumerate(events)
+                 if (r := _event_root(ev, sol, t_old, t, g[k], g_new[k])) is not None]
+        if roots:
+            t, fired = min(roots)
+            y = sol(t)
+            status = 1
+        elif run.status == "finished":
+            status = 0
+        g = g_new
+        if len(ts) > 1 and t == ts[-1]:  # an event at the step's start: no new point
+            continue
+        ts.append(t)
+        ys.append(y)
+        dense.append(sol)
+    return _Segment(t=np.array(ts), y=np.array(ys).T, sol=OdeSolution(ts, dense), status=status, message=message,
+                    fired=fired, nfev=run.nfev)
+
+
+@dataclass
 class SimulationResult:
     """Outcome of :func:`simulate` (``status`` 0 finished, -1 failed, with ``message``)."""
 
@@ -174,16 +265,17 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
 
     ``method``: a name in :data:`METHODS` (``rk4`` steps by ``h``, default 1e-5 s) or an
     ``OdeSolver`` subclass. Contact onsets and separations are terminal events (see
-    :mod:`simclient.dynamics._system`), seen where a gap changes sign between a step's ends: a
-    contact period shorter than a step (a graze) can pass unseen, so ``max_step`` (s) should stay
-    below the shortest one to be counted; ``stop(t, system)`` ends the run where it crosses zero from
-    below (e.g. a flexion angle reaching its target). At every restart the state is projected by
-    ``system.normalize`` (Euler parameters; a planar system's constraints), and ``project_every``
-    (s) restarts at least that often. A contact detection that fails inside a step (a trial state
-    far from the last accepted one) restarts the segment, from the contacts' warm starts and windows
-    of its start, with ``max_step`` a thousandth of the time left, then ten and a hundred times
-    smaller; failures beyond that (and the integrator's) end the run with ``status = -1`` and a
-    message; the result then covers what was integrated.
+    :mod:`simclient.dynamics._system`), found where a gap changes sign between a step's ends and,
+    for contacts or separations shorter than a step, inside it (:func:`_event_root`: the gap
+    sampled at the step's middle and where the parabola through the three values turns towards
+    zero), so ``max_step`` (s) serves accuracy, not detection. ``stop(t, system)`` ends the run
+    where it crosses zero from below (e.g. a flexion angle reaching its target). At every restart
+    the state is projected by ``system.normalize`` (Euler parameters; a planar system's
+    constraints), and ``project_every`` (s) restarts at least that often. A contact detection that
+    fails inside a step (a trial state far from the last accepted one) restarts the segment, from
+    the contacts' warm starts and windows of its start, with ``max_step`` a thousandth of the time
+    left, then ten and a hundred times smaller; failures beyond that (and the integrator's) end the
+    run with ``status = -1`` and a message; the result then covers what was integrated.
     """
     if not (t_end > 0 and np.isfinite(t_end)):
         raise ParameterError(f"the end time must be positive and finite (s), got {t_end}")
@@ -211,20 +303,25 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
         side = 1.0 if c.active else -1.0
         # A probe's value depends on its warm start (where an iterate leaves a window, or which of
         # two common normals it finds), so the same state can probe differently later; the root
-        # search must see at a step's ends the values that made the solver detect the crossing.
+        # search must see at a step's ends (and the samples inside it) the values that detected the
+        # crossing.
         seen: dict[float, tuple[np.ndarray, float]] = {}
 
         def ev(tt: float, yy: np.ndarray) -> float:
             old = seen.get(tt)
-            if old is not None and np.allclose(old[0], yy, rtol=1e-12, atol=1e-15):
+            if old is not None and (np.abs(old[0] - yy) <= 1e-15 + 1e-12 * np.abs(yy)).all():  # np.allclose, 4x faster
                 return old[1]
             g = probe(c, yy) - side * EVENT_HYSTERESIS
-            if len(seen) >= 4:  # the step ends only: a few entries
+            if len(seen) >= 8:  # a step's ends and the graze samples inside it: a few entries
                 del seen[next(iter(seen))]
             seen[tt] = (yy.copy(), g)
             return g
         ev.terminal = True  # type: ignore[attr-defined]
         ev.direction = side  # type: ignore[attr-defined]
+        # looked for inside steps too: an unseen onset would let the surfaces pass through each
+        # other without force, an unseen separation would merge two contact periods (a dissipative
+        # law would keep the first one's impact velocity)
+        ev.graze = True  # type: ignore[attr-defined]
         return ev
 
     def switch(c: Any, tt: float, yy: np.ndarray) -> None:
@@ -260,8 +357,7 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
             t_next = t_end if project_every is None else min(t_end, t + project_every)
             saved = [p.checkpoint() for p in pairs]
             try:
-                sol = integrate(rhs, (t, t_next), y, method=solver, events=evs, dense_output=True,
-                                **segment_options)
+                sol = _advance(rhs, (t, t_next), y, solver, evs, **segment_options)
             except ContactError:
                 # a trial state far from the last accepted one (a large step into a stiff contact)
                 # can put the contact point off the tables: retry the segment with smaller steps,
@@ -284,8 +380,8 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
             ys.append(sol.y[:, 1:])
             t = float(sol.t[-1])
             y = system.normalize(sol.y[:, -1], t)
-            fired = [k for k, te in enumerate(sol.t_events) if len(te)] if sol.status == 1 else []
-            for k in fired:
+            if sol.fired is not None:
+                k = sol.fired
                 if k == len(system.contacts):
                     stopped = True
                     events.append({"t": t, "type": "stop"})
