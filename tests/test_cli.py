@@ -4,9 +4,12 @@ bad input a clear error with exit status 1 (2 for usage errors)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
-from conftest import run_cli
+from conftest import ROOT, run_cli
 
 
 simclient = run_cli
@@ -88,6 +91,22 @@ def test_out_must_be_a_folder(sample_tables, tmp_path):
     f.write_text("x")
     r = simclient("run", "bouncing-ball", "--tables", str(sample_tables), "--t-end", "0.01", "--out", str(f))
     assert r.returncode == 1 and "not a folder" in r.stderr and f.read_text() == "x"
+
+
+def test_clearing_the_kernel_cache_finds_it_under_NUMBA_CACHE_DIR(tmp_path):
+    """With ``NUMBA_CACHE_DIR`` set, numba caches kernels there, not beside the sources: clearing
+    the cache (warm-up's first step) deletes them there and leaves the cache beside the sources
+    alone. (In a child process, for the variable to apply.)"""
+    in_tree = sorted(ROOT.glob("simclient/**/*.nb[ic]"))
+    code = ("import numpy as np; from simclient.geometry._poses import point_velocity; "
+            "point_velocity(np.zeros(3), np.zeros(3), np.zeros(3), np.ones(3)); "
+            "from simclient.scenarios.warmup import clear_kernel_cache; print(clear_kernel_cache())")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout) >= 2  # the kernel's index and data files at least
+    assert list(tmp_path.rglob("*.nbi")) == [] and list(tmp_path.rglob("*.nbc")) == []
+    assert sorted(ROOT.glob("simclient/**/*.nb[ic]")) == in_tree
 
 
 def test_warmup_leaves_the_first_runs_nothing_to_compile(sample_tables, monkeypatch):

@@ -16,19 +16,19 @@ an edit) a kernel whose file did not change would keep running the old code of i
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from numba.core.dispatcher import Dispatcher
 
 from simclient.scenarios._base import SCENARIOS, Tables
 from simclient.scenarios._tables import ensure_sample_tables
 
-__all__ = ["warm_up", "clear_kernel_cache"]
-
-PACKAGE = Path(__file__).resolve().parents[1]
+__all__ = ["warm_up", "clear_kernel_cache", "kernel_cache_dirs"]
 
 #: scenario -> (parameters, table overrides): short runs on small tables
 RUNS: dict[str, tuple[dict[str, float], dict[str, str]]] = {
@@ -39,10 +39,23 @@ RUNS: dict[str, tuple[dict[str, float], dict[str, str]]] = {
 }
 
 
+def kernel_cache_dirs() -> set[Path]:
+    """The folders numba caches this package's kernels in, as its own dispatchers report them:
+    beside the sources by default, under ``NUMBA_CACHE_DIR`` when that is set, in the user-wide
+    cache where the sources are read-only."""
+    import simclient.contact
+    import simclient.dynamics
+    import simclient.geometry  # noqa: F401  (the packages that define kernels)
+
+    return {Path(obj.stats.cache_path) for name, module in list(sys.modules.items())
+            if name.startswith("simclient.") for obj in vars(module).values()
+            if isinstance(obj, Dispatcher) and obj.stats.cache_path}
+
+
 def clear_kernel_cache() -> int:
-    """Delete numba's cached kernels of this package (index and data files beside the sources);
-    return how many files were deleted."""
-    files = [f for pattern in ("*.nbi", "*.nbc") for f in PACKAGE.rglob(pattern)]
+    """Delete numba's cached kernels of this package (index and data files, wherever
+    :func:`kernel_cache_dirs` says they are); return how many files were deleted."""
+    files = [f for folder in kernel_cache_dirs() for pattern in ("*.nbi", "*.nbc") for f in folder.glob(pattern)]
     for f in files:
         f.unlink(missing_ok=True)
     return len(files)
