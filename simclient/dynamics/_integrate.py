@@ -133,6 +133,9 @@ class _Segment:
     nfev: int
 
 
+_EPS = float(np.finfo(float).eps)
+
+
 def _event_root(ev: Callable, sol: DenseOutput, t_old: float, t: float, g_old: float,
                 g_new: float) -> float | None:
     """When the event function ``ev`` first crosses zero in its ``direction`` in the step
@@ -167,9 +170,6 @@ def _event_root(ev: Callable, sol: DenseOutput, t_old: float, t: float, g_old: f
     if end is None:
         return None
     return float(brentq(lambda tt: ev(tt, sol(tt)), t_old, end, xtol=4 * _EPS, rtol=4 * _EPS))
-
-
-_EPS = float(np.finfo(float).eps)
 
 
 def _advance(fun: Callable[[float, np.ndarray], np.ndarray], t_span: tuple[float, float], y0: np.ndarray,
