@@ -98,22 +98,20 @@ class _Kernel:
         self.work = np.full((max(nc, 1), L.SOLVE_WORK_SIZE), np.nan)
         self.stage_y = np.zeros(len(system.initial_state()))
 
-    def load(self, only: int | None = None) -> None:
+    def load(self) -> None:
         """The Python side's current state into the arrays: contact modes, impact velocities, warm
-        starts and window placements (a window may have moved in Python since the last call); of
-        contact ``only`` alone if given (a probe reads no other)."""
+        starts and window placements (a window may have moved in Python since the last call)."""
         for k, c in enumerate(self.system.contacts):
-            if only is not None and k != only:
-                continue
-            p = c.pair
-            assert p is not None
-            self.cint[k, _CI_ACTIVE] = c.active
-            self.cflt[k, _CF_IMPACT] = c.impact_velocity
-            x = p.x
-            if x is not None:  # (without one, the compiled solve hands the stage to Python)
-                self.xs[k] = x
-            if not p.synced():
-                p._sync()
+            self._load(k, c, c.pair.x)  # type: ignore[union-attr]  # (compile_system checked every pair)
+
+    def _load(self, k: int, c: Any, x: np.ndarray | None) -> None:
+        """Contact ``k``'s (``c``'s) state into the arrays, with its warm start ``x``."""
+        self.cint[k, _CI_ACTIVE] = c.active
+        self.cflt[k, _CF_IMPACT] = c.impact_velocity
+        if x is not None:  # (without one, the compiled solve hands the stage to Python)
+            self.xs[k] = x
+        if not c.pair.synced():
+            c.pair._sync()
 
     def store(self) -> None:
         """The warm starts the compiled solves found back into the Python pairs."""
@@ -140,8 +138,9 @@ class _Kernel:
         volumes, failures)."""
         k = self.index[id(c)]
         p = c.pair
-        if p.x is not None:
-            self.load(k)
+        x = p.x
+        if x is not None:
+            self._load(k, c, x)  # (a probe reads no other contact)
             status, depth = _probe(y, k, *self.args())
             if status == _CONVERGED_PROBE:
                 p.x = self.xs[k]

@@ -14,6 +14,7 @@ the result, never an exception.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -136,7 +137,7 @@ class _Segment:
 _EPS = float(np.finfo(float).eps)
 
 
-def _event_root(ev: Callable, sol: DenseOutput, t_old: float, t: float, g_old: float,
+def _event_root(ev: Callable, sol: Callable[[float], np.ndarray], t_old: float, t: float, g_old: float,
                 g_new: float) -> float | None:
     """When the event function ``ev`` first crosses zero in its ``direction`` in the step
     [``t_old``, ``t``] (values ``g_old``, ``g_new`` at its ends, ``sol`` its dense output), or None.
@@ -190,9 +191,10 @@ def _advance(fun: Callable[[float, np.ndarray], np.ndarray], t_span: tuple[float
             break
         t_old, t, y = run.t_old, run.t, run.y
         sol = run.dense_output()
+        at = functools.cache(sol)  # every event samples the step at the same middle
         g_new = [ev(t, y) for ev in events]
         roots = [(r, k) for k, ev in enumerate(events)
-                 if (r := _event_root(ev, sol, t_old, t, g[k], g_new[k])) is not None]
+                 if (r := _event_root(ev, at, t_old, t, g[k], g_new[k])) is not None]
         if roots:
             t, fired = min(roots)
             y = sol(t)
