@@ -28,7 +28,7 @@ from numba.core.dispatcher import Dispatcher
 from simclient.scenarios._base import SCENARIOS, Tables
 from simclient.scenarios._tables import ensure_sample_tables
 
-__all__ = ["warm_up", "clear_kernel_cache", "kernel_cache_dirs"]
+__all__ = ["warm_up", "clear_kernel_cache"]
 
 #: scenario -> (parameters, table overrides): short runs on small tables
 RUNS: dict[str, tuple[dict[str, float], dict[str, str]]] = {
@@ -39,7 +39,7 @@ RUNS: dict[str, tuple[dict[str, float], dict[str, str]]] = {
 }
 
 
-def kernel_cache_dirs() -> set[Path]:
+def _kernel_cache_dirs() -> set[Path]:
     """The folders numba caches this package's kernels in, as its own dispatchers report them:
     beside the sources by default, under ``NUMBA_CACHE_DIR`` when that is set, in the user-wide
     cache where the sources are read-only."""
@@ -54,8 +54,8 @@ def kernel_cache_dirs() -> set[Path]:
 
 def clear_kernel_cache() -> int:
     """Delete numba's cached kernels of this package (index and data files, wherever
-    :func:`kernel_cache_dirs` says they are); return how many files were deleted."""
-    files = [f for folder in kernel_cache_dirs() for pattern in ("*.nbi", "*.nbc") for f in folder.glob(pattern)]
+    :func:`_kernel_cache_dirs` says they are); return how many files were deleted."""
+    files = [f for folder in _kernel_cache_dirs() for pattern in ("*.nbi", "*.nbc") for f in folder.glob(pattern)]
     for f in files:
         f.unlink(missing_ok=True)
     return len(files)
