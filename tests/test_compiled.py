@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 
 from simclient.contact import ContactPair, ContactStatus, ViscoelasticLaw, make_law, solve_contact
-from simclient.dynamics import Body, ContactModel, MultibodySystem, PointLoad, Surface, compile_system, simulate
+from simclient.dynamics import (BlankevoortLaw, Body, ContactModel, Ligament, LinearSpring, MultibodySystem, PlanarBody,
+                                PointLoad, QuadraticLaw, Surface, compile_system, ligament_forces, simulate,
+                                spring_damper)
+from simclient.errors import ParameterError
 from simclient.geometry import StorageWindow, euler_from_axis_angle, rotation_matrix
 from simclient.geometry import layout as L
 from simclient.io import LocalSource
@@ -127,6 +130,44 @@ def test_systems_without_a_compiled_form_run_the_reference_path(sample_tables):
         assert runs[0].nfev == runs[1].nfev and runs[0].steps == runs[1].steps
         np.testing.assert_array_equal(runs[0].y[:, -1], runs[1].y[:, -1])
     assert compile_system(_ball_system(sample_tables, hertz))[0] is not None
+
+
+def test_ligament_forces_along_a_history_equal_ligament_state():
+    """The compiled history of ligament forces against :meth:`Ligament.state` one state at a time,
+    for every law, with damping (taut only, or a spring-damper that pushes too) and both bodies
+    moving, on random states: equal to round-off; a slack ligament's force is 0."""
+    rng = np.random.default_rng(3)
+    ground = Body("ground", fixed=True, position=np.array([0.0, 0.0, 0.1]), euler=euler_from_axis_angle(
+        np.array([0.0, 1.0, 0.0]), 0.3))
+    a = Body("a", mass=1.0, inertia=np.eye(3) * 1e-3)
+    b = Body("b", mass=2.0, inertia=np.eye(3) * 2e-3)
+    ligs = [Ligament("quadratic", ground, np.array([0.01, 0.0, 0.0]), a, np.array([0.0, 0.02, 0.0]),
+                     QuadraticLaw(5e6, 0.09)),
+            Ligament("blankevoort", a, np.array([0.0, 0.0, 0.01]), b, np.array([0.01, 0.0, 0.0]),
+                     BlankevoortLaw(800.0, 0.1), damping=30.0),
+            Ligament("linear", b, np.array([0.0, -0.01, 0.0]), ground, np.zeros(3), LinearSpring(2e3, 0.12),
+                     damping=5.0),
+            spring_damper("spring-damper", a, np.zeros(3), b, np.array([0.0, 0.0, -0.02]), 1e3, 20.0, 0.1)]
+    system = MultibodySystem([ground, a, b], loads=ligs)
+    Y = np.empty((26, 200))
+    for n in range(Y.shape[1]):
+        for k in (0, 13):
+            Y[k:k + 3, n] = rng.normal(0.0, 0.06, 3)
+            Y[k + 3:k + 7, n] = euler_from_axis_angle(rng.normal(size=3), rng.uniform(0, np.pi))
+            Y[k + 7:k + 13, n] = rng.normal(0.0, 1.0, 6)
+    forces = ligament_forces(system, ligs, Y)
+    expected = np.empty_like(forces)
+    for n in range(Y.shape[1]):
+        system.set_state(Y[:, n])
+        for m, lig in enumerate(ligs):
+            f = lig.state(system)[4]
+            expected[n, m] = max(f, 0.0) if lig.tension_only else f
+    np.testing.assert_allclose(forces, expected, rtol=1e-12, atol=1e-9)
+    for m in range(len(ligs)):  # every ligament both taut and slack (or pushing) somewhere
+        assert (expected[:, m] > 0).any() and (expected[:, m] <= 0).any(), ligs[m].name
+    with pytest.raises(ParameterError, match="spatial ligaments"):
+        ligament_forces(system, [Ligament("planar", PlanarBody("p", fixed=True), np.zeros(2), a, np.zeros(3),
+                                          QuadraticLaw(1.0, 0.1))], Y)
 
 
 def _sliding_poses(n):

@@ -10,14 +10,15 @@
   with analytic Jacobians), :class:`Revolute2D`, :class:`PrescribedMotion`, profile contacts
   (:class:`PlanarContact` on :class:`ProfileSurface`), :func:`spring_damper`.
 - Integration: :func:`simulate` (contact events, any :class:`System`), :func:`integrate` (any ODE),
-  :data:`METHODS`; :class:`CompiledDOP853` (``DOP853-jit``: DOP853 with compiled stages).
+  :data:`METHODS`; :class:`CompiledDOP853` (``DOP853-jit``: DOP853 with compiled stages);
+  :func:`ligament_forces` (ligament forces along a result's history, compiled).
 - Quasi-static equilibrium: :class:`StaticProblem` (one body's free coordinates under contacts,
   loads and gravity; prescribed coordinates; Newton with a line search; continuation along a path);
   :func:`newton` (the root search it uses, for any residual function).
 """
 
 from simclient.dynamics._bodies import Body, Poses, Surface
-from simclient.dynamics._compiled import CompiledDOP853, compile_system, gap_probe
+from simclient.dynamics._compiled import CompiledDOP853, compile_system, gap_probe, ligament_forces
 from simclient.dynamics._constraints import Constraint, Prescribed, RevoluteJoint, SphericalJoint
 from simclient.dynamics._integrate import METHODS, RK4, SimulationResult, System, integrate, simulate, solver_class
 from simclient.dynamics._loads import (
@@ -46,6 +47,7 @@ from simclient.dynamics._system import ContactModel, MultibodySystem
 __all__ = ["Body", "Surface", "Poses", "ContactModel", "MultibodySystem", "Constraint", "SphericalJoint",
            "RevoluteJoint", "Prescribed", "Load", "LigamentLaw", "Ligament", "QuadraticLaw", "BlankevoortLaw",
            "LinearSpring", "spring_damper", "PointLoad", "pulse", "METHODS", "RK4", "CompiledDOP853",
-           "compile_system", "gap_probe", "solver_class", "integrate", "simulate", "SimulationResult", "System", "PlanarBody",
-           "ProfileSurface", "PlanarContact", "PlanarSystem", "Revolute2D", "PrescribedMotion", "PlanarConstraint",
-           "StaticProblem", "StaticResult", "COORDINATES", "newton", "NewtonResult"]
+           "compile_system", "gap_probe", "ligament_forces", "solver_class", "integrate", "simulate",
+           "SimulationResult", "System", "PlanarBody", "ProfileSurface", "PlanarContact", "PlanarSystem",
+           "Revolute2D", "PrescribedMotion", "PlanarConstraint", "StaticProblem", "StaticResult", "COORDINATES",
+           "newton", "NewtonResult"]

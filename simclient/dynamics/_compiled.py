@@ -21,7 +21,7 @@ scipy's ``DOP853``. :func:`compile_system` says which, and why.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,10 +32,11 @@ from simclient.contact import ContactPair, ContactStatus, law_force, solve_conta
 from simclient.dynamics._bodies import Body
 from simclient.dynamics._loads import Ligament, spring_force
 from simclient.dynamics._system import MultibodySystem, _apply, _poses, _rates
+from simclient.errors import ParameterError
 from simclient.geometry import jit
 from simclient.geometry import layout as L
 
-__all__ = ["CompiledDOP853", "compile_system", "gap_probe"]
+__all__ = ["CompiledDOP853", "compile_system", "gap_probe", "ligament_forces"]
 
 _CONVERGED = int(ContactStatus.CONVERGED)
 _LEFT_WINDOW_I, _LEFT_WINDOW_J = int(ContactStatus.LEFT_WINDOW_I), int(ContactStatus.LEFT_WINDOW_J)
@@ -80,17 +81,8 @@ class _Kernel:
             self.cflt[k, _CF_AQ_I:_CF_AQ_I + 9] = np.asarray(c.i.rotation, float).ravel()
             self.cflt[k, _CF_SQ_J:_CF_SQ_J + 3] = c.j.offset
             self.cflt[k, _CF_AQ_J:_CF_AQ_J + 9] = np.asarray(c.j.rotation, float).ravel()
-        nl = len(system.loads)
-        self.lint = np.zeros((max(nl, 1), 4), dtype=np.int64)
-        self.lflt = np.zeros((max(nl, 1), _LF_SIZE))
-        for m, lig in enumerate(system.loads):
-            kind, params = lig.law.packed  # type: ignore[attr-defined]
-            self.lint[m] = (system.body_index(lig.body_a), system.body_index(lig.body_b), kind,  # type: ignore[attr-defined]
-                            lig.tension_only)  # type: ignore[attr-defined]
-            self.lflt[m, _LF_PA:_LF_PA + 3] = lig.point_a  # type: ignore[attr-defined]
-            self.lflt[m, _LF_PB:_LF_PB + 3] = lig.point_b  # type: ignore[attr-defined]
-            self.lflt[m, _LF_LAW:_LF_LAW + 3] = params
-            self.lflt[m, _LF_DAMPING] = lig.damping  # type: ignore[attr-defined]
+        # (compile_system checked that every load is a packed ligament)
+        self.lint, self.lflt = _pack_ligaments(system, system.loads)  # type: ignore[arg-type]
         self.bufs = tuple(b for p in self.pairs for b in (p.wi.buffer, p.wj.buffer)) or (np.zeros((1, 1, 1)),) * 2
         self.ints = tuple(p.ints for p in self.pairs) or (np.zeros(L.PAIR_INTS_SIZE, dtype=np.int64),)
         self.flts = tuple(p.flts for p in self.pairs) or (np.zeros(L.PAIR_FLTS_SIZE),)
@@ -277,35 +269,88 @@ def _system_rates(t: float, y: np.ndarray, dy: np.ndarray, free_idx: np.ndarray,
 
 
 @jit
+def _ligament_force(m: int, r: np.ndarray, A: np.ndarray, v: np.ndarray, w: np.ndarray, lint: np.ndarray,
+                    lflt: np.ndarray, Pa: np.ndarray, Pb: np.ndarray) -> float:
+    """Ligament ``m``'s force (N, pulling its points together; 0 for a slack tension-only one) and
+    its global insertion points into ``Pa``, ``Pb`` (:meth:`Ligament.state` and ``__call__``)."""
+    ba, bb = lint[m, _LI_BODY_A], lint[m, _LI_BODY_B]
+    _to_global(r, A, ba, lflt[m, _LF_PA:_LF_PA + 3], Pa)
+    _to_global(r, A, bb, lflt[m, _LF_PB:_LF_PB + 3], Pb)
+    d = np.empty(3)
+    for a in range(3):
+        d[a] = Pb[a] - Pa[a]
+    length = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+    # the lengthening rate: (v_b(P_b) - v_a(P_a)) . d / l
+    rate = (_velocity_along(r, v, w, bb, Pb, d) - _velocity_along(r, v, w, ba, Pa, d)) / length
+    fn = spring_force(lint[m, _LI_LAW], lflt[m, _LF_LAW:_LF_LAW + 3], length)
+    c = lflt[m, _LF_DAMPING]
+    if lint[m, _LI_TENSION_ONLY] == 0:
+        return fn + c * rate
+    if fn > 0.0 and c != 0.0:
+        fn = fn + c * rate
+    return max(fn, 0.0)
+
+
+@jit
 def _ligaments(r: np.ndarray, A: np.ndarray, v: np.ndarray, w: np.ndarray, F: np.ndarray, N: np.ndarray,
                lint: np.ndarray, lflt: np.ndarray) -> None:
-    """Every ligament's force on its two bodies (:meth:`Ligament.state` and ``__call__``)."""
-    Pa, Pb, d, f = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    """Every ligament's force on its two bodies."""
+    Pa, Pb, f = np.empty(3), np.empty(3), np.empty(3)
     for m in range(lint.shape[0]):
         if lint[m, _LI_LAW] == 0:
             continue
-        ba, bb = lint[m, _LI_BODY_A], lint[m, _LI_BODY_B]
-        _to_global(r, A, ba, lflt[m, _LF_PA:_LF_PA + 3], Pa)
-        _to_global(r, A, bb, lflt[m, _LF_PB:_LF_PB + 3], Pb)
-        for a in range(3):
-            d[a] = Pb[a] - Pa[a]
-        length = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
-        # the lengthening rate: (v_b(P_b) - v_a(P_a)) . d / l
-        rate = (_velocity_along(r, v, w, bb, Pb, d) - _velocity_along(r, v, w, ba, Pa, d)) / length
-        fn = spring_force(lint[m, _LI_LAW], lflt[m, _LF_LAW:_LF_LAW + 3], length)
-        c = lflt[m, _LF_DAMPING]
-        if lint[m, _LI_TENSION_ONLY] == 0:
-            fn += c * rate
-        elif fn > 0.0 and c != 0.0:
-            fn = max(0.0, fn + c * rate)
-        if fn == 0.0 or (fn < 0.0 and lint[m, _LI_TENSION_ONLY] != 0):
+        fn = _ligament_force(m, r, A, v, w, lint, lflt, Pa, Pb)
+        if fn == 0.0:
             continue
+        length = math.sqrt((Pb[0] - Pa[0]) ** 2 + (Pb[1] - Pa[1]) ** 2 + (Pb[2] - Pa[2]) ** 2)
         for a in range(3):
-            f[a] = fn * d[a] / length
-        _apply(ba, Pa, f, r, F, N)
+            f[a] = fn * (Pb[a] - Pa[a]) / length
+        _apply(lint[m, _LI_BODY_A], Pa, f, r, F, N)
         for a in range(3):
             f[a] = -f[a]
-        _apply(bb, Pb, f, r, F, N)
+        _apply(lint[m, _LI_BODY_B], Pb, f, r, F, N)
+
+
+@jit
+def _ligament_history(Y: np.ndarray, free_idx: np.ndarray, r: np.ndarray, A: np.ndarray, v: np.ndarray,
+                      w: np.ndarray, lint: np.ndarray, lflt: np.ndarray, out: np.ndarray) -> None:
+    """``out[n, m]``: ligament m's force (N) at the state ``Y[:, n]``."""
+    Pa, Pb = np.empty(3), np.empty(3)
+    for n in range(Y.shape[1]):
+        _poses(Y[:, n], free_idx, r, A, v, w)
+        for m in range(out.shape[1]):
+            out[n, m] = _ligament_force(m, r, A, v, w, lint, lflt, Pa, Pb)
+
+
+def _pack_ligaments(system: MultibodySystem, ligaments: Sequence[Ligament]) -> tuple[np.ndarray, np.ndarray]:
+    """The compiled rows of ``ligaments`` (of ``system``'s bodies, with packed laws): integers, floats."""
+    lint = np.zeros((max(len(ligaments), 1), 4), dtype=np.int64)
+    lflt = np.zeros((max(len(ligaments), 1), _LF_SIZE))
+    for m, lig in enumerate(ligaments):
+        kind, params = lig.law.packed  # type: ignore[attr-defined]
+        lint[m] = (system.body_index(lig.body_a), system.body_index(lig.body_b), kind, lig.tension_only)
+        lflt[m, _LF_PA:_LF_PA + 3] = lig.point_a
+        lflt[m, _LF_PB:_LF_PB + 3] = lig.point_b
+        lflt[m, _LF_LAW:_LF_LAW + 3] = params
+        lflt[m, _LF_DAMPING] = lig.damping
+    return lint, lflt
+
+
+def ligament_forces(system: MultibodySystem, ligaments: Sequence[Ligament], Y: np.ndarray) -> np.ndarray:
+    """Forces (N, pulling the insertions together; shape ``(len(Y[0]), len(ligaments))``) of
+    ``ligaments`` at each state ``Y[:, n]`` of ``system`` (a history from a result's dense output),
+    in one compiled loop: :meth:`Ligament.state`'s force, except that a tension-only ligament's is
+    never negative. The ligaments join the system's bodies (spatial) and have packed laws."""
+    for lig in ligaments:
+        if not (isinstance(lig.body_a, Body) and isinstance(lig.body_b, Body) and getattr(lig.law, "packed", None)):
+            raise ParameterError(f"ligament {lig.name}: only spatial ligaments with packed laws have a compiled form")
+    lint, lflt = _pack_ligaments(system, ligaments)
+    nb = len(system.bodies)
+    r, A = system._r.copy(), system._A.copy()  # (the fixed bodies' poses; free ones are overwritten)
+    out = np.empty((Y.shape[1], len(ligaments)))
+    _ligament_history(np.ascontiguousarray(Y, dtype=float), system._free_idx, r, A, np.zeros((nb, 3)),
+                      np.zeros((nb, 3)), lint, lflt, out)
+    return out
 
 
 @jit

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from simclient.contact import LAWS, hertz_stiffness, make_law
-from simclient.dynamics import METHODS, Body, ContactModel, Ligament, MultibodySystem, QuadraticLaw, Surface, simulate
+from simclient.dynamics import (METHODS, Body, ContactModel, Ligament, MultibodySystem, QuadraticLaw, Surface,
+                                ligament_forces, simulate)
 from simclient.geometry import INTERPOLATIONS, StorageWindow, rx
 from simclient.scenarios._base import (Progress, Scenario, Summary, Tables, check_choices, check_positive, extent_param,
                                        param)
@@ -128,19 +129,18 @@ def knee3d(tables: Tables, params: KneeParams = KneeParams()) -> Summary:
     windows = {f"{c.name}_{w}": getattr(c, w).window.stats for c in contacts for w in ("i", "j")}
     # histories sampled from the dense output: angles, ligament forces, contact indentation and force
     ts = np.linspace(0, float(res.t[-1]), p.samples)
+    Y = np.column_stack([res.sol(t) for t in ts])
     hist: dict[str, Any] = {"t_s": ts, "flexion_deg": np.empty(p.samples), "internal_rotation_deg": np.empty(p.samples)}
-    for lig in ligaments:
-        hist[f"ligament_{lig.name}_N"] = np.empty(p.samples)
+    for lig, f in zip(ligaments, ligament_forces(system, ligaments, Y).T):
+        hist[f"ligament_{lig.name}_N"] = f
     for c in contacts:
         hist[f"{c.name}_indentation_m"] = np.empty(p.samples)
         hist[f"{c.name}_force_N"] = np.empty(p.samples)
-    for n, t in enumerate(ts):
-        system.set_state(res.sol(t))
+    for n, y in enumerate(Y.T):
+        system.set_state(y)
         A = system.pose(tibia)[1]
         hist["flexion_deg"][n] = flexion_deg(A)
         hist["internal_rotation_deg"][n] = internal_rotation_deg(A)
-        for lig in ligaments:
-            hist[f"ligament_{lig.name}_N"][n] = lig.state(system)[4]
         for c in contacts:
             ind = max(-system.gap(c), 0.0)
             hist[f"{c.name}_indentation_m"][n] = ind
