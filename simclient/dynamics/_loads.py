@@ -142,13 +142,23 @@ class Ligament:
 
     def state(self, system: Poses) -> tuple[np.ndarray, np.ndarray, float, float, float]:
         """Global insertion points, length (m), lengthening rate (m/s) and force (N)."""
+        return self._state(system, rate_needed=True)
+
+    def force(self, system: Poses) -> float:
+        """The force (N) at the system's state: :meth:`state`'s, without the rate where it is undamped."""
+        return self._state(system, rate_needed=False)[4]
+
+    def _state(self, system: Poses, rate_needed: bool) -> tuple[np.ndarray, np.ndarray, float, float, float]:
+        """:meth:`state`; the rate (0 unless ``rate_needed``) only where the force needs it (damping)."""
         ra, Aa, _, _ = system.pose(self.body_a)
         rb, Ab, _, _ = system.pose(self.body_b)
         Pa = ra + Aa @ self.point_a
         Pb = rb + Ab @ self.point_b
         d = Pb - Pa
         length = float(math.sqrt(d @ d))
-        rate = float((system.velocity_at(self.body_b, Pb) - system.velocity_at(self.body_a, Pa)) @ d / length)
+        rate = 0.0
+        if rate_needed or self.damping:
+            rate = float((system.velocity_at(self.body_b, Pb) - system.velocity_at(self.body_a, Pa)) @ d / length)
         f = self.law.force(length)
         if not self.tension_only:
             f += self.damping * rate
@@ -157,7 +167,7 @@ class Ligament:
         return Pa, Pb, length, rate, f
 
     def __call__(self, t: float, system: Poses) -> list[tuple[Body, np.ndarray, np.ndarray]]:
-        Pa, Pb, length, _, f = self.state(system)
+        Pa, Pb, length, _, f = self._state(system, rate_needed=False)
         if f == 0.0 or (f < 0.0 and self.tension_only):
             return []
         u = (Pb - Pa) / length

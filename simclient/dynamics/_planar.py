@@ -125,19 +125,23 @@ class Revolute2D:
     point_b: np.ndarray
 
     def equations(self, system: PlanarSystem, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        # in scalars: the mechanisms' right-hand sides evaluate this for every joint at every stage
         Cq = np.zeros((2, 3 * system.n))
-        C = np.zeros(2)
-        gamma = np.zeros(2)
+        C0 = C1 = g0 = g1 = 0.0
         for body, point, sign in ((self.body_a, self.point_a, 1.0), (self.body_b, self.point_b, -1.0)):
             r, A, _, w = system.pose(body)
-            s = A @ point
-            C += sign * (r + s)
-            gamma += sign * s * w * w  # d2/dt2 (A s) = A_phi s phi'' - A s phi'^2
+            (a00, a01), (a10, a11) = A.tolist()
+            px, py = float(point[0]), float(point[1])
+            sx, sy = a00 * px + a01 * py, a10 * px + a11 * py  # s = A point
+            C0 += sign * (float(r[0]) + sx)
+            C1 += sign * (float(r[1]) + sy)
+            g0 += sign * sx * w * w  # d2/dt2 (A s) = A_phi s phi'' - A s phi'^2
+            g1 += sign * sy * w * w
             k = system.column(body)
             if k is not None:
-                Cq[:, k:k + 2] = sign * np.eye(2)
-                Cq[:, k + 2] = sign * _perp(s)
-        return C, Cq, gamma
+                Cq[0, k] = Cq[1, k + 1] = sign
+                Cq[0, k + 2], Cq[1, k + 2] = -sign * sy, sign * sx  # sign * perp(s)
+        return np.array([C0, C1]), Cq, np.array([g0, g1])
 
     def C_t(self, system: PlanarSystem, t: float) -> np.ndarray:
         return np.zeros(2)
@@ -151,12 +155,19 @@ class PrescribedMotion:
     body: PlanarBody
     coordinates: tuple[int, ...]
     motion: Callable[[float], tuple[np.ndarray, np.ndarray, np.ndarray]]
+    _last: tuple[float, Any] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def _motion(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``motion(t)``, once per time: the right-hand side asks for it twice (equations, C_t)."""
+        if self._last is None or self._last[0] != t:
+            self._last = (t, self.motion(t))
+        return self._last[1]
 
     def equations(self, system: PlanarSystem, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         k = system.column(self.body)
         if k is None:
             raise ParameterError(f"prescribed motion of the fixed body {self.body.name}")
-        value, _, acc = self.motion(t)
+        value, _, acc = self._motion(t)
         q = system.coordinates(self.body)
         Cq = np.zeros((len(self.coordinates), 3 * system.n))
         for row, c in enumerate(self.coordinates):
@@ -164,7 +175,7 @@ class PrescribedMotion:
         return q[list(self.coordinates)] - np.asarray(value), Cq, np.asarray(acc, float)
 
     def C_t(self, system: PlanarSystem, t: float) -> np.ndarray:
-        return -np.asarray(self.motion(t)[1], float)
+        return -np.asarray(self._motion(t)[1], float)
 
 
 class PlanarSystem:
@@ -194,6 +205,8 @@ class PlanarSystem:
         self._q = np.zeros(3 * self.n)
         self._v = np.zeros(3 * self.n)
         self._t = 0.0
+        # every body's pose at the state set, made on first use (ligaments ask for it several times)
+        self._poses: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, float]] = {}
 
     # -- state ------------------------------------------------------------------------------------
     def initial_state(self) -> np.ndarray:
@@ -204,6 +217,7 @@ class PlanarSystem:
     def set_state(self, y: np.ndarray, t: float | None = None) -> None:
         n3 = 3 * self.n
         self._q, self._v = y[:n3], y[n3:]
+        self._poses.clear()
         if t is not None:
             self._t = t
 
@@ -217,11 +231,16 @@ class PlanarSystem:
 
     def pose(self, body: PlanarBody) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
         """``(r, A, r', omega)``: position (m), rotation matrix, velocity (m/s), angular velocity (rad/s)."""
-        k = self.column(body)
-        if k is None:
-            return np.asarray(body.position, float), _rot(body.angle), np.zeros(2), 0.0
-        q, v = self._q[k:k + 3], self._v[k:k + 3]
-        return q[:2], _rot(q[2]), v[:2], float(v[2])
+        pose = self._poses.get(id(body))
+        if pose is None:
+            k = self.column(body)
+            if k is None:
+                pose = np.asarray(body.position, float), _rot(body.angle), np.zeros(2), 0.0
+            else:
+                q, v = self._q[k:k + 3], self._v[k:k + 3]
+                pose = q[:2], _rot(q[2]), v[:2], float(v[2])
+            self._poses[id(body)] = pose
+        return pose
 
     def velocity_at(self, body: PlanarBody, P: np.ndarray) -> np.ndarray:
         """Velocity (m/s) of the body's material point at global ``P`` (m)."""
