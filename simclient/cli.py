@@ -55,17 +55,15 @@ def _run(args: argparse.Namespace) -> int:
 def _ensure_tables(root: str | Path, names: list[str], quiet: bool) -> None:
     """Build the sample tables ``names`` missing from ``root``; a table fitted from data outside the
     project (``sample_surfaces/real``) is not built on demand: say how to build it when missing."""
-    import sample_surfaces
-    from simclient.scenarios import ensure_sample_tables, table_exists
-    from surfacestore.format import table_location
+    from simclient.scenarios import ensure_sample_tables, missing_real_tables
 
     ensure_sample_tables(root, quiet=quiet, names=names, missing_only=True)
-    for name in names:
-        definition = sample_surfaces.real_definition(name)
-        if definition is not None and not table_exists(table_location(root, name)):
-            raise SimClientError(f"no table {name!r} in {root}: it is fitted from data outside the project; build "
-                                 f"it with `preprocess build sample_surfaces/real/{definition.name} --out {root}` "
-                                 "(see that file for the data it reads)")
+    missing = missing_real_tables(root, names)
+    if missing:
+        name, definition = next(iter(missing.items()))
+        raise SimClientError(f"no table {name!r} in {root}: it is fitted from data outside the project; build "
+                             f"it with `preprocess build sample_surfaces/real/{definition.name} --out {root}` "
+                             "(see that file for the data it reads)")
 
 
 def _warmup(args: argparse.Namespace) -> int:

@@ -68,3 +68,23 @@ def test_bench_peers_quick(sample_tables):
     else:
         osim = rows["OpenSim 4.6 Hunt-Crossley, accuracy 1e-08"]
         assert abs(osim["max_indentation_um"] - 30.014) < 0.01 and res["ratio_in_turns"] > 0
+
+
+def test_bench_scenarios_quick(sample_tables):
+    """Every scenario timed with its defaults, or skipped where its real-data tables are missing
+    (saying which definition builds them); a run's own ``wall_s`` is part of the whole run."""
+    from simclient.scenarios import SCENARIOS, missing_real_tables
+
+    r = subprocess.run([sys.executable, "-m", "simclient.cli", "bench", "scenarios", "--quick", "--json", "--tables",
+                        str(sample_tables)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    rows = {row["scenario"]: row for row in json.loads(r.stdout)["rows"]}
+    assert set(rows) == set(SCENARIOS)
+    for name, row in rows.items():
+        missing = missing_real_tables(sample_tables, SCENARIOS[name]().table_names(SCENARIOS[name].Params()).values())
+        if missing:
+            assert all(table in row["skipped"] and definition.name in row["skipped"]
+                       for table, definition in missing.items()), row
+        else:
+            assert row["runs"] == 2 and 0 < row["min_s"] <= row["median_s"] <= row["max_s"], row
+            assert 0 < row["median_wall_s"] <= row["max_s"], row

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from simclient.bench import contact, dask_sweep, peers, scale, soak, store, windows
+from simclient.bench import contact, dask_sweep, peers, runs, scale, soak, store, windows
 
 __all__ = ["Bench", "BENCHES"]
 
@@ -28,6 +28,7 @@ BENCHES: dict[str, Bench] = {
     "windows": Bench("the thesis' Table 6.3: window sizes with the bouncing ball", windows.run, windows.report),
     "sweep": Bench("record sizes x window extents x prefetch for a travelling contact", windows.run_sweep,
                    windows.report_sweep),
+    "scenarios": Bench("every scenario's run with its defaults, timed in one process", runs.run, runs.report),
     "dask-sweep": Bench("simclient sweep's speed-up on 1, 2 and 4 local Dask workers", dask_sweep.run, dask_sweep.report,
                         in_all=False),
     "scale-out": Bench("store throughput with 1 and 2 replicas; reading records from object storage", scale.run,

@@ -21,7 +21,8 @@ from simclient.scenarios._base import (
     locate,
     param,
 )
-from simclient.scenarios._tables import ensure_sample_tables, ensure_table, sample_spec, table_exists
+from simclient.scenarios._tables import (ensure_sample_tables, ensure_table, missing_real_tables, sample_spec,
+                                         table_exists)
 
 #: the scenario modules (each registers its scenarios when imported)
 _MODULES = ("bouncing_ball", "knee3d", "knee2d", "prosthetic_knee", "artificial_knee", "blankevoort", "natural_knee")
@@ -29,4 +30,5 @@ for _name in _MODULES:
     _importlib.import_module(f"simclient.scenarios.{_name}")
 
 __all__ = ["SCENARIOS", "Scenario", "Summary", "Tables", "Progress", "param", "get_scenario", "locate",
-           "extent", "extent_param", "ensure_sample_tables", "ensure_table", "sample_spec", "table_exists"]
+           "extent", "extent_param", "ensure_sample_tables", "ensure_table", "missing_real_tables", "sample_spec",
+           "table_exists"]

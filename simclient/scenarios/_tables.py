@@ -14,13 +14,25 @@ from surfacestore import objects
 from surfacestore.errors import SurfaceStoreError
 from surfacestore.format import table_location
 
-__all__ = ["ensure_sample_tables", "ensure_table", "sample_spec", "table_exists"]
+__all__ = ["ensure_sample_tables", "ensure_table", "missing_real_tables", "sample_spec", "table_exists"]
 
 
 def table_exists(location: str) -> bool:
     """Something is at the table ``location``: a folder of that name (a table or not: never built
     over, opening it says what is wrong) or, on object storage, a published table."""
     return objects.exists(location) if objects.is_object_url(location) else Path(location).exists()
+
+
+def missing_real_tables(root: str | Path, names: Iterable[str]) -> dict[str, Path]:
+    """Those of the tables ``names`` missing from ``root`` that are fitted from data outside the
+    project (never built on demand), with the definition under ``sample_surfaces/real`` that builds
+    each."""
+    missing = {}
+    for name in names:
+        definition = sample_surfaces.real_definition(name)
+        if definition is not None and not table_exists(table_location(root, name)):
+            missing[name] = definition
+    return missing
 
 
 def ensure_table(spec: SurfaceSpec, out: str | Path, quiet: bool = True, missing_only: bool = False) -> str:
