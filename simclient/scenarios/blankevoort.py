@@ -73,6 +73,10 @@ BUNDLES: dict[str, tuple[float, float, tuple[float, float, float], tuple[float, 
     "pCM": (1000.0, -0.04, (-0.016, 0.038, -0.030), (-0.0062, 0.040, -0.0006)),
 }
 
+# the insertions as arrays, a row per bundle in BUNDLES' order: tibial (tibia frame), femoral (femur frame)
+_TIBIAL = np.array([b[2] for b in BUNDLES.values()])
+_FEMORAL = np.array([b[3] for b in BUNDLES.values()])
+
 #: the paper's peak contact forces at 95 deg, internal-rotation path (linear layer, E = 5 MPa), N
 PAPER_95_DEG = {"medial_force_N": 620.0, "lateral_force_N": 440.0}
 
@@ -117,6 +121,15 @@ def rotation(flexion: float, varus: float, internal: float) -> np.ndarray:
     return rz(-internal) @ rx(-varus) @ ry(-flexion)
 
 
+def _bundles(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every bundle at coordinates ``q`` (rows in :data:`BUNDLES`' order, tibia frame): the femoral
+    insertion about the femoral origin (m), the vector from the tibial insertion to the femoral one
+    (m) and its length (m)."""
+    arm = _FEMORAL @ rotation(q[3], q[4], q[5]).T
+    d = q[:3] + arm - _TIBIAL
+    return arm, d, np.sqrt((d * d).sum(axis=1))
+
+
 class BlankevoortKnee:
     """The model: femoral condyle tables (``femoral[side]``), tibial tables (polynomial plateaus, or
     planes for rigid contact), ligaments and loads; :meth:`forces` and :meth:`solve`."""
@@ -143,8 +156,8 @@ class BlankevoortKnee:
     # -- loads ------------------------------------------------------------------------------------
     def lengths(self, q: np.ndarray) -> dict[str, float]:
         """Bundle lengths (m) at coordinates ``q``."""
-        R, a = rotation(q[3], q[4], q[5]), q[:3]
-        return {n: float(np.linalg.norm(a + R @ np.array(fem) - np.array(tib))) for n, (_, _, tib, fem) in BUNDLES.items()}
+        _, _, L = _bundles(q)
+        return {n: float(length) for n, length in zip(BUNDLES, L)}
 
     def contact(self, q: np.ndarray, full: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray, Any]]:
         """Deformable contact per side: (force on the femur (N, tibia frame), moment about the
@@ -160,17 +173,14 @@ class BlankevoortKnee:
     def wrench(self, q: np.ndarray, full: bool = False) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
         """Force (N) and moment about the femoral origin (N m) on the femur from the external loads,
         the ligaments and (deformable) contact; and each side's contact force magnitude (N)."""
-        R, a = rotation(q[3], q[4], q[5]), q[:3]
         F = np.array([0.0, 0.0, -self.params.compression_N])
         M = np.array([0.0, 0.0, self.torque])
-        for name, law in self.laws.items():
-            _, _, tib, fem = BUNDLES[name]
-            arm = R @ np.array(fem)
-            d = a + arm - np.array(tib)
-            L = float(np.linalg.norm(d))
-            f = -law.force(L) * d / L  # tension pulls the femoral insertion towards the tibial one
-            F += f
-            M += np.cross(arm, f)
+        if self.laws:  # (every bundle's, once the reference position has set them)
+            arm, d, L = _bundles(q)
+            tension = np.array([law.force(length) for law, length in zip(self.laws.values(), L)])
+            f = -(tension / L)[:, None] * d  # tension pulls the femoral insertion towards the tibial one
+            F += f.sum(axis=0)
+            M += np.cross(arm, f).sum(axis=0)
         sides = {}
         if not self.rigid:
             for s, (f, m, _) in self.contact(q, full).items():
