@@ -46,15 +46,20 @@ class RevoluteJoint(SphericalJoint):
     axis_a: np.ndarray = field(default_factory=lambda: np.array([1.0, 0, 0]))
     axis_b: np.ndarray = field(default_factory=lambda: np.array([1.0, 0, 0]))
 
+    def __post_init__(self) -> None:
+        # the unit axis of a and two unit vectors across the axis of b (body frames), once: the
+        # system differentiates phi numerically, a dozen evaluations per right-hand side
+        self._ua = np.asarray(self.axis_a, float) / np.linalg.norm(self.axis_a)
+        ub = np.asarray(self.axis_b, float) / np.linalg.norm(self.axis_b)
+        v1 = np.cross(ub, [1.0, 0, 0] if abs(ub[0]) < 0.9 else [0, 1.0, 0])
+        v1 /= np.linalg.norm(v1)
+        self._across_b = np.array([v1, np.cross(ub, v1)])
+
     def phi(self, t: float, system: Poses) -> np.ndarray:
         _, Aa, _, _ = system.pose(self.body_a)
         _, Ab, _, _ = system.pose(self.body_b)
-        ub = self.axis_b / np.linalg.norm(self.axis_b)
-        v1 = np.cross(ub, [1.0, 0, 0] if abs(ub[0]) < 0.9 else [0, 1.0, 0])
-        v1 /= np.linalg.norm(v1)
-        v2 = np.cross(ub, v1)
-        ua = Aa @ (self.axis_a / np.linalg.norm(self.axis_a))
-        return np.concatenate([super().phi(t, system), [ua @ (Ab @ v1), ua @ (Ab @ v2)]])
+        # the axis of a stays normal to both vectors across the axis of b
+        return np.concatenate([super().phi(t, system), (Ab @ self._across_b.T).T @ (Aa @ self._ua)])
 
 
 @dataclass

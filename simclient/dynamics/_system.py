@@ -266,12 +266,17 @@ class MultibodySystem:
             k = 13 * f
             v, w = u[6 * f:6 * f + 3], u[6 * f + 3:6 * f + 6]
             y2[k:k + 3] += h * v
-            a = np.linalg.norm(w) * h
-            if a:
-                q = np.concatenate([[math.cos(a / 2)], math.sin(a / 2) * w / np.linalg.norm(w)])
-                p = y[k + 3:k + 7]
-                y2[k + 3] = p[0] * q[0] - p[1:] @ q[1:]
-                y2[k + 4:k + 7] = p[0] * q[1:] + q[0] * p[1:] + np.cross(p[1:], q[1:])
+            wn = math.sqrt(float(w @ w))
+            if wn and h:
+                # p (x) q, q the rotation by |w| h about w (body frame); written out: np.cross
+                # costs more than the rest of this, and the constraints' differences call it often
+                c, s = math.cos(wn * h / 2), math.sin(wn * h / 2) / wn
+                q1, q2, q3 = s * w[0], s * w[1], s * w[2]
+                p0, p1, p2, p3 = y[k + 3:k + 7]
+                y2[k + 3] = p0 * c - p1 * q1 - p2 * q2 - p3 * q3
+                y2[k + 4] = p0 * q1 + c * p1 + p2 * q3 - p3 * q2
+                y2[k + 5] = p0 * q2 + c * p2 + p3 * q1 - p1 * q3
+                y2[k + 6] = p0 * q3 + c * p3 + p1 * q2 - p2 * q1
         return y2
 
     def _constrain(self, t: float, y: np.ndarray, dy: np.ndarray) -> None:
