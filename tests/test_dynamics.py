@@ -370,3 +370,25 @@ def test_revolute_joint_pendulum_swings_about_its_axis():
         assert np.linalg.norm(r + A @ np.array([0, 0, L / 2])) < 1e-6  # the hinge point stays put
         assert abs(A[0, 0] - 1) < 1e-6  # the rod's x axis stays the hinge axis
         assert np.linalg.norm(omega[1:]) < 1e-5 * max(1.0, abs(omega[0]))  # it turns about x only
+
+
+def test_the_dense_output_of_a_run_in_many_segments_is_the_motion():
+    """A body thrown up, integrated in 200 segments (a restart every 5 ms): the result's ``sol``
+    finds the segment of any time, at segment ends too, and gives the closed-form flight; times
+    outside the run are an error."""
+    from simclient.dynamics import Body, MultibodySystem, simulate
+    from simclient.errors import ParameterError
+
+    v0, g = np.array([0.3, 0.0, 2.0]), 9.81
+    body = Body("stone", mass=0.1, inertia=np.eye(3) * 1e-5, velocity=v0)
+    res = simulate(MultibodySystem([body], gravity=(0, 0, -g)), 1.0, method="DOP853", rtol=1e-10, atol=1e-12,
+                   project_every=0.005)
+    assert res.success and len(res.segments) == 200
+    ends = [seg.t_max for seg in res.segments]
+    ts = np.concatenate([np.random.default_rng(1).uniform(0.0, 1.0, 300), ends, [0.0]])
+    for t in ts:
+        expected = v0 * t + np.array([0.0, 0.0, -g * t * t / 2])
+        np.testing.assert_allclose(res.sol(t)[:3], expected, rtol=0, atol=1e-10, err_msg=f"t = {t}")
+    for t in (-1e-3, 1.0 + 1e-3):
+        with pytest.raises(ParameterError, match="outside the simulated interval"):
+            res.sol(t)

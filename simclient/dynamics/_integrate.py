@@ -14,10 +14,11 @@ the result, never an exception.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -224,16 +225,19 @@ class SimulationResult:
     events: list[dict[str, Any]]
     segments: list[Any]
     wall_s: float
+    _ends: list[float] = field(default_factory=list, init=False, repr=False)  # the segments' ends, for sol
 
     @property
     def success(self) -> bool:
         return self.status == 0
 
     def sol(self, t: float) -> np.ndarray:
-        """State at time ``t`` from the dense output of the segment holding it."""
-        for seg in self.segments:
-            if seg.t_min <= t <= seg.t_max:
-                return seg(t)
+        """State at time ``t`` (s) from the dense output of the (first) segment holding it."""
+        if len(self._ends) != len(self.segments):  # (segments are in time order, each from the last one's end)
+            self._ends = [seg.t_max for seg in self.segments]
+        k = bisect.bisect_left(self._ends, t)
+        if k < len(self.segments) and self.segments[k].t_min <= t:
+            return self.segments[k](t)
         raise ParameterError(f"t = {t} s is outside the simulated interval [0, {self.t[-1]}]")
 
 
