@@ -90,13 +90,13 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
     win = StorageWindow(source, extent=extent, interpolation=interpolation, centre=(u.mean(), v.mean()))
     U, V = np.meshgrid(u, v, indexing="ij")
     uv = np.column_stack([U.ravel(), V.ravel()])
-    centre, normal, area = np.empty((len(uv), 3)), np.empty((len(uv), 3)), np.empty(len(uv))
+    centre, normal = np.empty((len(uv), 3)), np.empty((len(uv), 3))
     edges = np.empty((len(uv), 2, 3))
     for k, (a, b) in enumerate(uv):
         s = win.sample(a, b)
         centre[k], normal[k] = s.point, s.normal
         edges[k] = s.su * du, s.sv * dv
-        area[k] = np.linalg.norm(np.cross(edges[k, 0], edges[k, 1]))
+    area = np.linalg.norm(np.cross(edges[:, 0], edges[:, 1]), axis=1)
     footprint = _footprint(source)
     usable = np.ones(len(uv), bool) if footprint is None else footprint[0](uv) <= footprint[1]
     if isinstance(thickness, str):
