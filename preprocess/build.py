@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 from preprocess.errors import DefinitionError, PreprocessError
-from preprocess.fit import fit_spec, save_residual_map
 from preprocess.spec import Placement, SurfaceSpec, parse_surface, sample_points, spec_source
 from surfacestore.errors import SurfaceStoreError
 from surfacestore.format import SHARD_TARGET_BYTES, Table, create_table, open_table, table_location
@@ -69,6 +68,8 @@ def load_spec(path: str | Path) -> list[SurfaceSpec]:
     for name, d in surfaces.items():
         try:
             if isinstance(d, Mapping) and d.get("family") == "fit":
+                from preprocess.fit import fit_spec  # (here: its libraries take 0.3 s to load)
+
                 specs.append(fit_spec(name, d, base=path.parent)[0])
             else:
                 specs.append(parse_surface(name, d))
@@ -123,6 +124,8 @@ def fit_to_table(input_path: str | Path, out: str | Path, *, overwrite: bool = F
     out = os.fspath(out)  # a string: Path would fold the // of s3://
     leaf = os.path.basename(out.rstrip("/"))
     name = leaf[:-5] if leaf.endswith(".zarr") else leaf
+    from preprocess.fit import fit_spec, save_residual_map  # (here: its libraries take 0.3 s to load)
+
     d = {"input": str(input_path), **{k: v for k, v in options.items() if v is not None}}
     spec, report, fit = fit_spec(name, d)
     table = build_surface(spec, os.path.dirname(out.rstrip("/")) or ".", overwrite=overwrite)
