@@ -142,6 +142,12 @@ class _Kernel:
         return self.system.gap(c)
 
 
+def _compilable(load: Any) -> bool:
+    """A load with a compiled form: a ligament between spatial bodies with a packed law."""
+    return (isinstance(load, Ligament) and isinstance(load.body_a, Body) and isinstance(load.body_b, Body)
+            and getattr(load.law, "packed", None) is not None)
+
+
 def compile_system(system: Any) -> tuple[_Kernel | None, str]:
     """The compiled form of ``system`` and ``""``, or None and the reason it has none. The compiled
     form offers ``rhs(t, y)`` and ``gap(contact, y)``, the system's own evaluated compiled."""
@@ -150,8 +156,7 @@ def compile_system(system: Any) -> tuple[_Kernel | None, str]:
     if system.constraints:
         return None, "the system has constraints"
     for load in system.loads:
-        if not (isinstance(load, Ligament) and isinstance(load.body_a, Body) and isinstance(load.body_b, Body)
-                and getattr(load.law, "packed", None) is not None):
+        if not _compilable(load):
             return None, f"the load {load!r} has no compiled form (only ligaments with packed laws have)"
     for c in system.contacts:
         if type(c.pair) is not ContactPair:
@@ -270,9 +275,10 @@ def _system_rates(t: float, y: np.ndarray, dy: np.ndarray, free_idx: np.ndarray,
 
 @jit
 def _ligament_force(m: int, r: np.ndarray, A: np.ndarray, v: np.ndarray, w: np.ndarray, lint: np.ndarray,
-                    lflt: np.ndarray, Pa: np.ndarray, Pb: np.ndarray) -> float:
+                    lflt: np.ndarray, Pa: np.ndarray, Pb: np.ndarray) -> tuple[float, float]:
     """Ligament ``m``'s force (N, pulling its points together; 0 for a slack tension-only one) and
-    its global insertion points into ``Pa``, ``Pb`` (:meth:`Ligament.state` and ``__call__``)."""
+    length (m), its global insertion points into ``Pa``, ``Pb`` (:meth:`Ligament.state` and
+    ``__call__``)."""
     ba, bb = lint[m, _LI_BODY_A], lint[m, _LI_BODY_B]
     _to_global(r, A, ba, lflt[m, _LF_PA:_LF_PA + 3], Pa)
     _to_global(r, A, bb, lflt[m, _LF_PB:_LF_PB + 3], Pb)
@@ -285,10 +291,10 @@ def _ligament_force(m: int, r: np.ndarray, A: np.ndarray, v: np.ndarray, w: np.n
     fn = spring_force(lint[m, _LI_LAW], lflt[m, _LF_LAW:_LF_LAW + 3], length)
     c = lflt[m, _LF_DAMPING]
     if lint[m, _LI_TENSION_ONLY] == 0:
-        return fn + c * rate
+        return fn + c * rate, length
     if fn > 0.0 and c != 0.0:
         fn = fn + c * rate
-    return max(fn, 0.0)
+    return max(fn, 0.0), length
 
 
 @jit
@@ -299,10 +305,9 @@ def _ligaments(r: np.ndarray, A: np.ndarray, v: np.ndarray, w: np.ndarray, F: np
     for m in range(lint.shape[0]):
         if lint[m, _LI_LAW] == 0:
             continue
-        fn = _ligament_force(m, r, A, v, w, lint, lflt, Pa, Pb)
+        fn, length = _ligament_force(m, r, A, v, w, lint, lflt, Pa, Pb)
         if fn == 0.0:
             continue
-        length = math.sqrt((Pb[0] - Pa[0]) ** 2 + (Pb[1] - Pa[1]) ** 2 + (Pb[2] - Pa[2]) ** 2)
         for a in range(3):
             f[a] = fn * (Pb[a] - Pa[a]) / length
         _apply(lint[m, _LI_BODY_A], Pa, f, r, F, N)
@@ -319,7 +324,7 @@ def _ligament_history(Y: np.ndarray, free_idx: np.ndarray, r: np.ndarray, A: np.
     for n in range(Y.shape[1]):
         _poses(Y[:, n], free_idx, r, A, v, w)
         for m in range(out.shape[1]):
-            out[n, m] = _ligament_force(m, r, A, v, w, lint, lflt, Pa, Pb)
+            out[n, m] = _ligament_force(m, r, A, v, w, lint, lflt, Pa, Pb)[0]
 
 
 def _pack_ligaments(system: MultibodySystem, ligaments: Sequence[Ligament]) -> tuple[np.ndarray, np.ndarray]:
@@ -342,7 +347,7 @@ def ligament_forces(system: MultibodySystem, ligaments: Sequence[Ligament], Y: n
     in one compiled loop: :meth:`Ligament.state`'s force, except that a tension-only ligament's is
     never negative. The ligaments join the system's bodies (spatial) and have packed laws."""
     for lig in ligaments:
-        if not (isinstance(lig.body_a, Body) and isinstance(lig.body_b, Body) and getattr(lig.law, "packed", None)):
+        if not _compilable(lig):
             raise ParameterError(f"ligament {lig.name}: only spatial ligaments with packed laws have a compiled form")
     lint, lflt = _pack_ligaments(system, ligaments)
     nb = len(system.bodies)

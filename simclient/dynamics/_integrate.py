@@ -225,7 +225,10 @@ class SimulationResult:
     events: list[dict[str, Any]]
     segments: list[Any]
     wall_s: float
-    _ends: list[float] = field(default_factory=list, init=False, repr=False)  # the segments' ends, for sol
+    _ends: list[float] = field(init=False, repr=False)  # the segments' ends, for sol
+
+    def __post_init__(self) -> None:
+        self._ends = [seg.t_max for seg in self.segments]  # (in time order, each from the last one's end)
 
     @property
     def success(self) -> bool:
@@ -233,8 +236,6 @@ class SimulationResult:
 
     def sol(self, t: float) -> np.ndarray:
         """State at time ``t`` (s) from the dense output of the (first) segment holding it."""
-        if len(self._ends) != len(self.segments):  # (segments are in time order, each from the last one's end)
-            self._ends = [seg.t_max for seg in self.segments]
         k = bisect.bisect_left(self._ends, t)
         if k < len(self.segments) and self.segments[k].t_min <= t:
             return self.segments[k](t)

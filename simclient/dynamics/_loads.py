@@ -140,34 +140,28 @@ class Ligament:
     damping: float = 0.0
     tension_only: bool = True
 
-    def state(self, system: Poses) -> tuple[np.ndarray, np.ndarray, float, float, float]:
-        """Global insertion points, length (m), lengthening rate (m/s) and force (N)."""
-        return self._state(system, rate_needed=True)
-
-    def force(self, system: Poses) -> float:
-        """The force (N) at the system's state: :meth:`state`'s, without the rate where it is undamped."""
-        return self._state(system, rate_needed=False)[4]
-
-    def _state(self, system: Poses, rate_needed: bool) -> tuple[np.ndarray, np.ndarray, float, float, float]:
-        """:meth:`state`; the rate (0 unless ``rate_needed``) only where the force needs it (damping)."""
+    def state(self, system: Poses, rate: bool = True) -> tuple[np.ndarray, np.ndarray, float, float, float]:
+        """Global insertion points, length (m), lengthening rate (m/s) and force (N). With ``rate``
+        false the rate is computed only where the force needs it (damping), else reported as 0."""
         ra, Aa, _, _ = system.pose(self.body_a)
         rb, Ab, _, _ = system.pose(self.body_b)
         Pa = ra + Aa @ self.point_a
         Pb = rb + Ab @ self.point_b
         d = Pb - Pa
         length = float(math.sqrt(d @ d))
-        rate = 0.0
-        if rate_needed or self.damping:
-            rate = float((system.velocity_at(self.body_b, Pb) - system.velocity_at(self.body_a, Pa)) @ d / length)
+        lengthening = 0.0
+        if rate or self.damping:
+            lengthening = float((system.velocity_at(self.body_b, Pb) - system.velocity_at(self.body_a, Pa)) @ d
+                                / length)
         f = self.law.force(length)
         if not self.tension_only:
-            f += self.damping * rate
+            f += self.damping * lengthening
         elif f > 0.0 and self.damping:
-            f = max(0.0, f + self.damping * rate)
-        return Pa, Pb, length, rate, f
+            f = max(0.0, f + self.damping * lengthening)
+        return Pa, Pb, length, lengthening, f
 
     def __call__(self, t: float, system: Poses) -> list[tuple[Body, np.ndarray, np.ndarray]]:
-        Pa, Pb, length, _, f = self._state(system, rate_needed=False)
+        Pa, Pb, length, _, f = self.state(system, rate=False)
         if f == 0.0 or (f < 0.0 and self.tension_only):
             return []
         u = (Pb - Pa) / length

@@ -280,7 +280,7 @@ def _summary(system: PlanarSystem, contact: PlanarContact, ligaments: list[Ligam
         system.set_state(y)
         hist["flexion_deg"][n] = flexion_deg(float(y[2]))  # y = (x, y, phi, ...) of the tibia
         for lig in ligaments:
-            hist[f"ligament_{lig.name}_N"][n] = lig.force(system)  # type: ignore[arg-type]
+            hist[f"ligament_{lig.name}_N"][n] = lig.state(system, rate=False)[4]  # type: ignore[arg-type]
         try:
             k = system.detect(contact)
         except ContactError:  # apart, with no common normal on the profiles: no contact point
