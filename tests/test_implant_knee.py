@@ -30,8 +30,9 @@ def test_static_settle_is_in_equilibrium_with_the_load_split(implant_tables):
     knee = _knee(implant_tables, "linear")
     y, r = knee.static(0.0, 2000.0)
     res = r["results"]
-    # at rest the contact carries the load: force and moment balance (principle of replacement)
-    assert r["residual_force_N"] < 1.0 and r["residual_torque_Nm"] < 0.01
+    # at rest the contact carries the load: force and moment balance (principle of replacement), to
+    # the solver's tolerance (5e-4 of the load: 1 N, and 0.02 N m, the force's at 20 mm)
+    assert r["residual_force_N"] <= 1.0 and r["residual_torque_Nm"] <= 0.02
     fy = sum(c.force[1] for c in res.values())
     assert fy == pytest.approx(2000.0, rel=1e-3)
     # the load line sits 70 % of the way to the medial dish centre: the medial compartment carries
@@ -117,7 +118,7 @@ def test_per_condyle_tables_carry_the_single_patchs_forces(implant_tables):
     fl, ie, ap, load = np.radians(18.0), np.radians(2.375), 0.8125e-3, 2100.0
     forces = {}
     for name, knee in (("single", single), ("split", split)):
-        y0 = knee.relax(0.3, (fl, ie, ap, load), np.array([knee.touching(fl, ie, ap), 0.0, 0.0]))
+        y0 = knee.settle((fl, ie, ap, load), np.array([knee.touching(fl, ie, ap), 0.0, 0.0])).x
         y = knee.equilibrium(y0, fl, ie, ap, load)
         Q, res = knee.generalized_forces(y, fl, ie, ap, load, full=True)
         assert abs(Q[0]) < 1e-3 * load
@@ -127,7 +128,7 @@ def test_per_condyle_tables_carry_the_single_patchs_forces(implant_tables):
 
 
 def test_compiled_search_settles_like_the_python_search(implant_tables):
-    """A static settle (18 deg, 2100 N: a relaxation from the first touch, then Newton) with the
+    """A static settle (18 deg, 2100 N: from the first touch, then checked by a full search) with the
     compiled element search and with the Python one (the reference): the same equilibrium, the
     same compartment forces to 1e-6, and the compiled run almost never needs the Python search."""
     runs = {}
@@ -143,10 +144,22 @@ def test_compiled_search_settles_like_the_python_search(implant_tables):
     assert st1["python_searches"] < 0.05 * st1["searches"] and st0["python_searches"] >= st0["searches"]
 
 
-def test_a_settle_that_grinds_is_stopped_with_a_clear_error(implant_tables, monkeypatch):
+def test_settles_come_to_rest_in_few_steps_and_an_unbalanced_one_is_an_error(implant_tables, monkeypatch):
+    """Every static settle of the default run comes to rest within the equilibrium tolerance in a few
+    pseudo-time steps (each a contact evaluation and a Jacobian); one cut short far out of balance
+    (one step, one Newton iteration) is an error naming the pose and the imbalance."""
     import simclient.scenarios.artificial_knee as ak
     from simclient.errors import SimulationError
 
-    monkeypatch.setattr(ak, "MAX_RELAX_EVALUATIONS", 50)  # a settle from the first touch takes about 400
-    with pytest.raises(SimulationError, match="did not finish within 50 contact evaluations"):
-        _knee(implant_tables, "linear").static(30.0, 1000.0)
+    knee = _knee(implant_tables, "linear")
+    for fl in knee.params.static_flexion_deg:
+        for load in knee.params.static_loads_N:
+            f = np.radians(fl)
+            r = knee.settle((f, 0.0, 0.0, load), np.array([knee.touching(f), 0.0, 0.0]))
+            assert r.converged and r.iterations <= 30, (fl, load, r.iterations)
+            Q, _ = knee.generalized_forces(r.x, f, 0.0, 0.0, load, full=True)
+            assert np.all(np.abs(Q) <= 2 * ak.TOL_REL * load * np.array([1.0, 1.0, 0.02]))
+    monkeypatch.setattr(ak, "SETTLE_STEPS", 1)
+    short = ImplantKnee(knee.insert, knee.femoral, ImplantKneeParams(material="linear", max_iter=1))
+    with pytest.raises(SimulationError, match=r"no equilibrium at flexion 30.00 deg.*out of balance"):
+        short.static(30.0, 1000.0)

@@ -83,6 +83,32 @@ def test_newton_finds_a_known_root_and_reports_a_stall():
     assert not r.converged and r.iterations < 40 and abs(r.x[0]) < 0.3 and r.f[0] >= 1.0
 
 
+def test_settle_comes_to_rest_where_the_viscous_model_does_not_where_newton_does():
+    """``settle`` on a double well, ``V = (x^2 - 1)^2 + 2 (y - x^2 / 2)^2`` (minima (+-1, 1/2), a
+    saddle at the origin), ``f = -grad V``, damping (1, 5): from beside the saddle it comes to rest
+    in the minimum that the viscous model, integrated to rest (a second method), reaches, where
+    Newton converges to the saddle; near the minimum it becomes Newton's method (few steps to 1e-10);
+    cut short it reports no convergence."""
+    from scipy.integrate import solve_ivp
+
+    from simclient.dynamics import newton, settle
+
+    def f(q):
+        x, y = q
+        return -np.array([4 * x * (x * x - 1) - 4 * x * (y - x * x / 2), 4 * (y - x * x / 2)])
+
+    c, tol, step = np.array([1.0, 5.0]), np.array([1e-10, 1e-10]), np.array([1e-6, 1e-6])
+    for x0 in ([0.05, -0.3], [-0.05, -0.3], [0.3, 2.0]):
+        rest = solve_ivp(lambda t, q: f(q) / c, (0.0, 100.0), x0, rtol=1e-10, atol=1e-12).y[:, -1]
+        r = settle(f, np.array(x0), damping=c, dt=0.1, tol=tol, step=step)
+        assert r.converged and r.iterations < 50
+        np.testing.assert_allclose(r.x, rest, atol=1e-8)
+        np.testing.assert_allclose(abs(r.x), [1.0, 0.5], atol=1e-10)
+    assert np.allclose(newton(f, np.array([0.05, -0.3]), tol=tol, step=step).x, 0.0, atol=1e-10)  # the saddle
+    r = settle(f, np.array([0.3, 2.0]), damping=c, dt=0.1, tol=tol, step=step, max_steps=3)
+    assert not r.converged and r.iterations == 3 and np.any(np.abs(r.f) > tol)
+
+
 def test_quasi_newton_from_a_given_jacobian_solves_a_path_with_fewer_evaluations():
     """Along a path of problems (the circle's radius growing), starting each solve from the last
     one's Jacobian (Broyden updates) finds the same roots as central differences at every

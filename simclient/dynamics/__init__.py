@@ -14,7 +14,8 @@
   :func:`ligament_forces` (ligament forces along a result's history, compiled).
 - Quasi-static equilibrium: :class:`StaticProblem` (one body's free coordinates under contacts,
   loads and gravity; prescribed coordinates; Newton with a line search; continuation along a path);
-  :func:`newton` (the root search it uses, for any residual function).
+  :func:`newton` (the root search it uses, for any residual function); :func:`settle` (the
+  equilibrium a viscous model ``c x' = f(x)`` comes to rest in, by pseudo-transient continuation).
 """
 
 from simclient.dynamics._bodies import Body, Poses, Surface
@@ -41,7 +42,7 @@ from simclient.dynamics._planar import (
     ProfileSurface,
     Revolute2D,
 )
-from simclient.dynamics._static import COORDINATES, NewtonResult, StaticProblem, StaticResult, newton
+from simclient.dynamics._static import COORDINATES, NewtonResult, StaticProblem, StaticResult, newton, settle
 from simclient.dynamics._system import ContactModel, MultibodySystem
 
 __all__ = ["Body", "Surface", "Poses", "ContactModel", "MultibodySystem", "Constraint", "SphericalJoint",
@@ -50,4 +51,4 @@ __all__ = ["Body", "Surface", "Poses", "ContactModel", "MultibodySystem", "Const
            "compile_system", "gap_probe", "ligament_forces", "solver_class", "integrate", "simulate",
            "SimulationResult", "System", "PlanarBody", "ProfileSurface", "PlanarContact", "PlanarSystem",
            "Revolute2D", "PrescribedMotion", "PlanarConstraint", "StaticProblem", "StaticResult", "COORDINATES",
-           "newton", "NewtonResult"]
+           "newton", "settle", "NewtonResult"]

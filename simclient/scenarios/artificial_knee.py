@@ -20,9 +20,11 @@ and torque ``T`` about the femoral origin, ``(F_y, F_z, T_x) = 0``, to 5e-4 of t
 The analysis is quasi-static: inertia is neglected (the paper used "large masses" and "heavy
 numerical damping", no gravity, to the same end). Where Newton stalls at a kink of the contact
 force (an element entering or leaving the contact) within 1 % of the load (``ACCEPT_REL``) the
-point is taken; farther out the femur is first relaxed with the viscous model ``c q' = Q`` (BDF;
-c = 3e3 N s/m, c_r = 3 N m s/rad), which is also how the static settles find their equilibrium from
-the first touch. The summary reports the SI force imbalance ``|F_y| / load`` at every output.
+point is taken; farther out the equilibrium is sought where the femur, released, comes to rest
+under the viscous model ``c q' = Q`` (c = 3e3 N s/m, c_r = 3 N m s/rad), followed by
+pseudo-transient continuation (:func:`simclient.dynamics.settle`), which is also how the static
+settles find their equilibrium from the first touch. The summary reports the SI force imbalance
+``|F_y| / load`` at every output.
 Assumptions (not in the paper): body weight 700 N; the axial load acts along -y through a point
 70 % of the way from the lateral to the medial compartment's centre (a 70/30 medial/lateral split at
 equilibrium). The active-set search tracks the elements within 0.2 mm of the femur (``margin``;
@@ -48,13 +50,13 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.interpolate import PchipInterpolator
 
 from simclient.contact import QUADRATURES, FoundationContact, LayerLaw, LinearLayer, NonlinearLayer, element_grid
-from simclient.dynamics import NewtonResult, integrate, newton
+from simclient.dynamics import NewtonResult, newton, settle
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.geometry import rx, ry, rz
 from simclient.io import Source, read_field
@@ -91,10 +93,12 @@ TOL_REL = 5e-4
 ACCEPT_REL = 1e-2
 #: central-difference steps of (si, ml, vv) for the Newton Jacobian: m, m, rad
 STEP = np.array([1e-8, 1e-8, 1e-7])
-#: the most contact evaluations one settle (:meth:`ImplantKnee.relax`) may take (a settle from a
-#: first touch takes about 300 on the single patch and 35 000, half a minute, on the per-condyle
-#: tables, whose contact force has more kinks; 100 000 is a minute and a half)
-MAX_RELAX_EVALUATIONS = 100_000
+#: the most pseudo-time steps of one settle (:meth:`ImplantKnee.settle`; 7 contact evaluations each;
+#: a settle from a first touch takes 4-23)
+SETTLE_STEPS = 200
+#: the settles' first pseudo-time step (s): about the time constant of the superior-inferior
+#: direction, damping / contact stiffness = 3e3 N s/m / 3e7-9e7 N/m
+SETTLE_DT = 1e-4
 #: the largest Newton step of (si, ml, vv): m, m, rad
 MAX_STEP = np.array([5e-5, 2e-4, 2e-3])
 
@@ -126,10 +130,8 @@ class ImplantKneeParams:
     static_loads_N: tuple[float, ...] = (1000.0, 2000.0, 3000.0)
     static_flexion_deg: tuple[float, ...] = (0.0, 30.0, 60.0)
     max_iter: int = 30  # Newton iterations per equilibrium
-    damping: float = 3e3  # of the settles' viscous relaxation: N s/m, and N m s/rad for the rotation
+    damping: float = 3e3  # of the settles' viscous model: N s/m, and N m s/rad for the rotation
     damping_rot: float = 3.0
-    settle_s: float = 0.3  # s of relaxation from the first touch (static settles)
-    relax_s: float = 0.01  # s of relaxation where Newton stalls
     outputs: int = 101
 
     def __post_init__(self) -> None:
@@ -191,6 +193,7 @@ class ImplantKnee:
     load_z: float = field(init=False)  # ML position of the axial load line (m)
     centres: dict[str, float] = field(init=False)
     jacobian: np.ndarray | None = field(init=False, default=None)  # the last equilibrium's, d(Q)/d(si, ml, vv)
+    tol_rel: ClassVar[float] = TOL_REL  # the equilibrium tolerance, relative to the load (see TOL_REL)
 
     def __post_init__(self) -> None:
         p = self.params
@@ -244,40 +247,34 @@ class ImplantKnee:
         return np.array([F[1] - load, F[2], T_x]), res
 
     # -- analyses -----------------------------------------------------------------------------------
-    def relax(self, t_end: float, load: tuple[float, float, float, float], y0: np.ndarray) -> np.ndarray:
-        """The viscous model ``c q' = Q(q)`` of the free coordinates at a fixed prescribed pose and
-        load ``(flexion, ie, ap, load)``, integrated for ``t_end`` (s) from ``y0`` (BDF): the way a
-        released femur settles, which finds the stable equilibrium from a first touch where
-        Newton alone wanders off (the contact's stiffness changes with every element it gains and
-        one direction is unstable until both compartments touch)."""
+    def settle(self, load: tuple[float, float, float, float], y0: np.ndarray) -> NewtonResult:
+        """The free coordinates (si, ml, vv) where the femur, released at ``y0`` under the prescribed
+        pose and load ``(flexion, ie, ap, load)``, comes to rest: the viscous model ``c q' = Q(q)``
+        (``damping``, ``damping_rot``) followed to its equilibrium, to ``tol_rel``, by pseudo-transient
+        continuation (:func:`simclient.dynamics.settle`; at most ``SETTLE_STEPS`` steps). That finds
+        the stable equilibrium from a first touch, where Newton alone wanders off: the contact's
+        stiffness changes with every element it gains, one direction is unstable until both
+        compartments touch, and the medial-lateral translation is barely held."""
         p = self.params
-        c = np.array([p.damping, p.damping, p.damping_rot])
-        calls = [0]
+        return settle(lambda q: self.generalized_forces(q, *load)[0], y0, tol=self._tol(load[3]),
+                      damping=np.array([p.damping, p.damping, p.damping_rot]), dt=SETTLE_DT, step=STEP,
+                      max_steps=SETTLE_STEPS, max_step=MAX_STEP)
 
-        def rhs(t: float, y: np.ndarray) -> np.ndarray:
-            calls[0] += 1
-            if calls[0] > MAX_RELAX_EVALUATIONS:  # grinding (an edge contact, say): stop, saying so
-                raise SimulationError(f"artificial knee: the settle at flexion {math.degrees(load[0]):.2f} deg, load "
-                                      f"{load[3]:.1f} N did not finish within {MAX_RELAX_EVALUATIONS} contact "
-                                      f"evaluations (t = {t:.3g} of {t_end:g} s)")
-            return self.generalized_forces(y, *load)[0] / c
-
-        sol = integrate(rhs, (0.0, t_end), y0, method="BDF", rtol=1e-5, atol=[1e-7, 1e-7, 1e-5])
-        if sol.status != 0:
-            raise SimulationError(f"artificial knee: the settle failed at t = {sol.t[-1]:.4g} s: {sol.message}")
-        return sol.y[:, -1]
+    def _tol(self, load: float) -> np.ndarray:
+        """The equilibrium tolerance of (Q_si, Q_ml, Q_vv) under an axial load ``load`` (N): N, N, N m."""
+        return self.tol_rel * load * np.array([1.0, 1.0, 0.02])
 
     def equilibrium(self, y0: np.ndarray, flexion: float, ie: float, ap: float, load: float) -> np.ndarray:
         """The free coordinates (si, ml, vv) in equilibrium at this prescribed pose and load, by
         Newton from ``y0`` with the active-set search (first quasi-Newton from the last solve's
         Jacobian, then with central differences), checked by a full search at the solution
-        (and solved again from there if it does not hold, at most four solves). Where Newton
+        (and solved again from there if it does not hold, at most three solves). Where Newton
         stalls (at a kink of the contact force, an element entering or leaving) within
         ``ACCEPT_REL`` of the load, that point is taken; farther out, the next solve starts from
-        ``y0`` with SI and varus-valgus first solved with ML held (:meth:`_hold_ml`), then from
-        ``y0`` relaxed (:meth:`relax`, ``relax_s``, four times longer at the last try). The best
-        point is returned if within ``ACCEPT_REL``, else :class:`SimulationError`."""
-        tol = TOL_REL * load * np.array([1.0, 1.0, 0.02])
+        ``y0`` with SI and varus-valgus first solved with ML held (:meth:`_hold_ml`), the last
+        from where the femur released at ``y0`` settles (:meth:`settle`). The best point is
+        returned if within ``ACCEPT_REL``, else :class:`SimulationError`."""
+        tol = self._tol(load)
 
         def solve(y: np.ndarray, quasi: bool) -> NewtonResult:
             # quasi: from the last solve's Jacobian (the pose changes little between instants);
@@ -294,12 +291,12 @@ class ImplantKnee:
 
         best: tuple[float, np.ndarray] = (math.inf, y0)
         y = y0
-        for attempt in range(4):
+        for attempt in range(3):
             r = solve(y, attempt == 0)
             worst = residual(r.x)  # the full search also hands the tracked set every element near
             if worst < best[0]:
                 best = (worst, r.x)
-            if worst <= 1.0 or (not r.converged and worst <= ACCEPT_REL / TOL_REL):
+            if worst <= 1.0 or (not r.converged and worst <= ACCEPT_REL / self.tol_rel):
                 break
             if r.converged:  # on the tracked set only: again from there
                 y = r.x
@@ -309,11 +306,11 @@ class ImplantKnee:
                 # varus-valgus with ML held where it was, then all three again
                 y = self._hold_ml(y0, load_case, tol)
             else:  # settle first (at a kink of the contact force, an element entering or leaving)
-                y = self.relax(self.params.relax_s * 4 ** (attempt - 1), load_case, y0)
-        if best[0] > ACCEPT_REL / TOL_REL:
+                y = self.settle(load_case, y0).x
+        if best[0] > ACCEPT_REL / self.tol_rel:
             raise SimulationError(f"artificial knee: no equilibrium at flexion {math.degrees(flexion):.2f} deg, IE "
                                   f"{math.degrees(ie):.2f} deg, AP {ap * 1e3:.2f} mm, load {load:.1f} N: Newton "
-                                  f"stopped {best[0] * TOL_REL:.2%} of the load out of balance (accepted: "
+                                  f"stopped {best[0] * self.tol_rel:.2%} of the load out of balance (accepted: "
                                   f"{ACCEPT_REL:.1%})")
         return best[1]
 
@@ -357,10 +354,11 @@ class ImplantKnee:
 
     def static(self, flexion_deg: float, load: float) -> tuple[np.ndarray, dict[str, Any]]:
         """Equilibrium under a constant vertical load at a fixed flexion (IE = AP = 0): the femur
-        released where it touches, settled (:meth:`relax`) and the equilibrium solved from there;
-        the free coordinates and the compartments' results."""
+        released where it touches, settled (:meth:`settle`) and the equilibrium checked (and solved
+        again where it does not hold) by :meth:`equilibrium`; the free coordinates and the
+        compartments' results."""
         fl = math.radians(flexion_deg)
-        y = self.relax(self.params.settle_s, (fl, 0.0, 0.0, load), np.array([self.touching(fl), 0.0, 0.0]))
+        y = self.settle((fl, 0.0, 0.0, load), np.array([self.touching(fl), 0.0, 0.0])).x
         y = self.equilibrium(y, fl, 0.0, 0.0, load)
         Q, res = self.generalized_forces(y, fl, 0.0, 0.0, load, full=True)
         return y, {"flexion_deg": flexion_deg, "load_N": load, "residual_force_N": float(np.abs(Q[:2]).max()),
