@@ -152,6 +152,7 @@ class BlankevoortKnee:
         self.laws: dict[str, BlankevoortLaw] = {}
         self.reference_lengths: dict[str, float] = {}  # bundle lengths in the reference position (m)
         self.torque = 0.0  # axial torque on the femur about z (N m)
+        self.jacobian: np.ndarray | None = None  # the last deformable solve's, for the next along the path
 
     # -- loads ------------------------------------------------------------------------------------
     def lengths(self, q: np.ndarray) -> dict[str, float]:
@@ -239,7 +240,9 @@ class BlankevoortKnee:
                 F, M, sides = self.wrench(q, full=True)
                 return self.generalized(q, F, M)[FREE], sides
 
-            r = newton(fun, q[FREE].copy(), tol=np.full(5, p.tol), step=STEP, max_iter=60, max_step=MAX_STEP)
+            r = newton(fun, q[FREE].copy(), tol=np.full(5, p.tol), step=STEP, max_iter=60, max_step=MAX_STEP,
+                       jacobian=self.jacobian)
+            self.jacobian = r.jacobian
             q[FREE] = r.x
             Q, sides = checked()
             if r.converged and np.abs(Q).max() > p.tol:  # the full search found more: from there again
