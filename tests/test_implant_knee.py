@@ -69,7 +69,12 @@ def test_cli_runs_the_gait_cycle_and_writes_maps(implant_tables, tmp_path):
     total = s["compartments"]["medial"]["force_N"] + s["compartments"]["lateral"]["force_N"]
     assert total == pytest.approx(3.0 * 700.0, rel=0.05)  # the peak axial load, 3 body weights
     # every instant in equilibrium: the SI force imbalance (measured by a full search at each output)
+    # within the 2 % in stance and 5 % overall; in stance, within the solver's own tolerance
+    # (a Newton stall at a kink of the contact force is settled from there, not taken)
+    from simclient.scenarios.artificial_knee import TOL_REL
+
     assert s["gait"]["max_force_imbalance_stance"] <= 0.02 and s["gait"]["max_force_imbalance"] <= 0.05
+    assert s["gait"]["max_force_imbalance_stance"] <= TOL_REL * (1 + 1e-9)
     # Bei & Fregly's pressure pass: the 50 x 50 grids at the same pose see the same contact areas
     pp = s["pressure_pass"]
     assert pp["element_grid"] == [50, 50] and pp["t_s"] == s["t_max_load_s"]
