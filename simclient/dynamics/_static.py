@@ -62,6 +62,24 @@ class NewtonResult:
     jacobian: np.ndarray | None = None
 
 
+def _central_differences(fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray, m: int,
+                         step: np.ndarray) -> np.ndarray:
+    """The ``m`` x ``len(x)`` Jacobian of ``fun`` at ``x`` by central differences (steps ``step``)."""
+    J = np.empty((m, len(x)))
+    for col in range(len(x)):
+        dx = np.zeros(len(x))
+        dx[col] = step[col]
+        J[:, col] = (fun(x + dx) - fun(x - dx)) / (2 * step[col])
+    return J
+
+
+def _shortened(dx: np.ndarray, max_step: np.ndarray | None) -> np.ndarray:
+    """``dx`` scaled down (direction kept) so that no unknown moves further than its ``max_step``."""
+    if max_step is None:
+        return dx
+    return dx * min(1.0, float(np.min(np.asarray(max_step) / np.maximum(np.abs(dx), 1e-300))))
+
+
 def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.ndarray, step: np.ndarray,
            max_iter: int = 50, max_step: np.ndarray | None = None,
            unheld: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray | None] | None = None,
@@ -96,11 +114,7 @@ def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.n
         if it == max_iter:
             return NewtonResult(x, f, max_iter, False, last)
         if J is None:
-            J = np.empty((len(f), len(x)))
-            for col in range(len(x)):
-                dx = np.zeros(len(x))
-                dx[col] = step[col]
-                J[:, col] = (fun(x + dx) - fun(x - dx)) / (2 * step[col])
+            J = _central_differences(fun, x, len(f), step)
             fresh, last = True, J
         moved = unheld(x, f, J) if unheld is not None else None
         if moved is not None:
@@ -109,8 +123,7 @@ def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.n
             it += 1
             continue
         dx = np.linalg.lstsq(J, -f, rcond=None)[0]
-        if max_step is not None:
-            dx *= min(1.0, float(np.min(np.asarray(max_step) / np.maximum(np.abs(dx), 1e-300))))
+        dx = _shortened(dx, max_step)
         merit = float(np.sum((f / tol) ** 2))
         lam = 1.0
         while True:
@@ -154,8 +167,9 @@ def settle(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, damping: 
     Newton's, converging quadratically. Where ``J`` has an unstable mode (an eigenvalue ``mu > 0``
     of ``J / damping``: near a saddle, or a contact that does not hold yet) the time step is kept
     below ``0.5 / mu``, so the step moves away from the unstable equilibrium as the model does
-    instead of towards it as Newton's does, and the residual growing there does not shorten it
-    (it is then doubled up to that bound). ``damping`` (per unknown, in ``fun``'s units per
+    instead of towards it as Newton's does; the residual growing there shortens it only where it
+    grows more than twice as fast as that mode does (``1 / (1 - dt mu)`` a step): an overshoot,
+    into a stiff contact say. ``damping`` (per unknown, in ``fun``'s units per
     unit of ``x'``) weighs the unknowns against each other; ``max_step`` (per unknown) shortens a
     step that would move any unknown further. Converged when every ``|f_i| <= tol_i``; else not
     converged after ``max_steps`` steps. A step costs ``2 n + 1`` evaluations of ``fun``."""
@@ -164,28 +178,25 @@ def settle(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, damping: 
     c = np.asarray(damping, float)
     f = fun(x)
     J = None
-    for k in range(max_steps + 1):
+    for k in range(max_steps):
         if np.all(np.abs(f) <= tol):
             return NewtonResult(x, f, k, True, J)
-        if k == max_steps:
-            break
-        J = np.empty((len(f), len(x)))
-        for col in range(len(x)):
-            dx = np.zeros(len(x))
-            dx[col] = step[col]
-            J[:, col] = (fun(x + dx) - fun(x - dx)) / (2 * step[col])
+        J = _central_differences(fun, x, len(f), step)
         unstable = float(np.max(np.linalg.eigvals(J / c[:, None]).real))
         if unstable > 0:
             dt = min(dt, 0.5 / unstable)
-        dx = np.linalg.solve(np.diag(c / dt) - J, f)
-        if max_step is not None:
-            dx *= min(1.0, float(np.min(np.asarray(max_step) / np.maximum(np.abs(dx), 1e-300))))
+        dx = _shortened(np.linalg.solve(np.diag(c / dt) - J, f), max_step)
         x_new = x + dx
         f_new = fun(x_new)
         ratio = float(np.linalg.norm(f / tol) / max(float(np.linalg.norm(f_new / tol)), 1e-300))
-        dt *= max(ratio, 0.2) if ratio < 1 and unstable <= 0 else min(10.0, max(ratio, 2.0))
+        # where no mode is unstable, a residual that grows shortens the time step; along an
+        # unstable mode, which grows by 1 / (1 - dt mu) a step, only one growing more than twice
+        # that (an overshoot, into a stiff contact say)
+        grows = ratio < (1.0 if unstable <= 0 else 0.5 * (1 - dt * unstable))
+        dt *= max(ratio, 0.2) if grows else min(10.0, max(ratio, 2.0))
         x, f = x_new, f_new
-    return NewtonResult(x, f, max_steps, False, J)
+    return NewtonResult(x, f, max_steps, bool(np.all(np.abs(f) <= tol)), J)
+
 
 def _flat_columns(J: np.ndarray) -> list[int]:
     """The columns of ``J`` that are zero (nothing stiffens those unknowns)."""

@@ -23,9 +23,10 @@ force, an element entering or leaving the contact), the equilibrium is sought wh
 released there, comes to rest under the viscous model ``c q' = Q`` (c = 3e3 N s/m, c_r = 3 N m
 s/rad), followed by pseudo-transient continuation (:func:`simclient.dynamics.settle`), which is
 also how the static settles find their equilibrium from the first touch. Only where that fails
-too (in swing, where the medial-lateral translation is barely held and may have no stable
-equilibrium near) is a point within 1 % of the load (``ACCEPT_REL``) taken. The summary reports
-the SI force imbalance ``|F_y| / load`` at every output.
+too (in swing, where the medial-lateral translation is barely held and an equilibrium can sit on
+a kink, a condyle meeting a rising wall of the insert) is a point within 1 % of the load
+(``ACCEPT_REL``) taken. The summary reports the SI force imbalance ``|F_y| / load`` at every
+output.
 Assumptions (not in the paper): body weight 700 N; the axial load acts along -y through a point
 70 % of the way from the lateral to the medial compartment's centre (a 70/30 medial/lateral split at
 equilibrium). The active-set search tracks the elements within 0.2 mm of the femur (``margin``;
