@@ -28,7 +28,7 @@ from simclient.contact._newton import NEEDS_UPDATE, NORMALS_ALIGNED, NOT_CONVERG
 from simclient.contact._newton import iterate_left, outside_quiet, pair_windows
 from simclient.contact._point import Contact, ContactPair
 from simclient.errors import ParameterError
-from simclient.geometry import StorageWindow, evaluate, jit
+from simclient.geometry import StorageWindow, evaluate, jit, rz
 from simclient.geometry import layout as L
 
 __all__ = ["ProfilePair", "CirclePair", "planar_pose"]
@@ -36,8 +36,7 @@ __all__ = ["ProfilePair", "CirclePair", "planar_pose"]
 
 def planar_pose(x: float, y: float, angle: float) -> tuple[np.ndarray, np.ndarray]:
     """The 3D embedding ``(R, c)`` of a planar pose: position (m) and angle (rad) about z."""
-    ca, sa = math.cos(angle), math.sin(angle)
-    return np.array([[ca, -sa, 0.0], [sa, ca, 0.0], [0.0, 0.0, 1.0]]), np.array([x, y, 0.0])
+    return rz(angle), np.array([x, y, 0.0])
 
 
 @jit

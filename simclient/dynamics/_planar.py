@@ -36,7 +36,7 @@ import numpy as np
 from simclient.contact import Contact, ContactForce, ForceLaw, planar_pose
 from simclient.dynamics._loads import Load
 from simclient.errors import ContactError, ParameterError, SimulationError
-from simclient.geometry import StorageWindow
+from simclient.geometry import StorageWindow, rot2
 
 __all__ = ["PlanarBody", "ProfileSurface", "PlanarContact", "PlanarSystem", "Revolute2D", "PrescribedMotion",
            "PlanarConstraint"]
@@ -44,11 +44,6 @@ __all__ = ["PlanarBody", "ProfileSurface", "PlanarContact", "PlanarSystem", "Rev
 
 #: a gap (m) beyond which the profiles' nearest points stand in for a failed common-normal probe
 GAP_MARGIN = 2e-4
-
-
-def _rot(angle: float) -> np.ndarray:
-    c, s = math.cos(angle), math.sin(angle)
-    return np.array([[c, -s], [s, c]])
 
 
 def _perp(v: np.ndarray) -> np.ndarray:
@@ -235,10 +230,10 @@ class PlanarSystem:
         if pose is None:
             k = self.column(body)
             if k is None:
-                pose = np.asarray(body.position, float), _rot(body.angle), np.zeros(2), 0.0
+                pose = np.asarray(body.position, float), rot2(body.angle), np.zeros(2), 0.0
             else:
                 q, v = self._q[k:k + 3], self._v[k:k + 3]
-                pose = q[:2], _rot(q[2]), v[:2], float(v[2])
+                pose = q[:2], rot2(q[2]), v[:2], float(v[2])
             self._poses[id(body)] = pose
         return pose
 

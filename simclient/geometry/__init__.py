@@ -26,6 +26,7 @@ from simclient.geometry._poses import (
     normalize_euler,
     point_velocity,
     rotation_into,
+    rot2,
     rotation_matrix,
     rx,
     ry,
@@ -37,4 +38,4 @@ from simclient.geometry._window import INTERPOLATIONS, StorageWindow, SurfaceSam
 __all__ = ["StorageWindow", "SurfaceSample", "INTERPOLATIONS", "record_of", "evaluate", "locate", "jit", "inline", "BILINEAR",
            "HERMITE", "INSIDE", "OUTSIDE_WINDOW", "OUTSIDE_TABLE", "rotation_matrix", "rotation_into",
            "euler_from_axis_angle", "euler_from_matrix", "G_matrix", "L_matrix", "normalize_euler", "point_velocity",
-           "surface_pose", "rx", "ry", "rz"]
+           "surface_pose", "rx", "ry", "rz", "rot2"]

@@ -24,7 +24,7 @@ import numpy as np
 from simclient.geometry._interpolation import jit
 
 __all__ = ["rotation_matrix", "rotation_into", "euler_from_axis_angle", "euler_from_matrix", "G_matrix", "L_matrix",
-           "surface_pose", "point_velocity", "normalize_euler", "rx", "ry", "rz"]
+           "surface_pose", "point_velocity", "normalize_euler", "rx", "ry", "rz", "rot2"]
 
 
 @jit
@@ -68,6 +68,12 @@ def rz(a: float) -> np.ndarray:
     """Rotation by ``a`` (rad) about z (right-handed)."""
     c, s = math.cos(a), math.sin(a)
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def rot2(a: float) -> np.ndarray:
+    """The planar rotation by ``a`` (rad, counter-clockwise): 2 x 2."""
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, -s], [s, c]])
 
 
 def euler_from_axis_angle(axis: np.ndarray, angle: float) -> np.ndarray:

@@ -46,7 +46,7 @@ from simclient.dynamics import (
     spring_damper,
 )
 from simclient.errors import ParameterError
-from simclient.geometry import StorageWindow
+from simclient.geometry import StorageWindow, rot2
 from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_choices, check_positive, param
 from simclient.scenarios.studies import Study, register
 
@@ -105,11 +105,6 @@ class ProstheticKneeParams:
             raise ParameterError(f"prosthetic-knee: the spring preload must be in [0, 0.05) m, got {self.spring_preload}")
 
 
-def _rot(angle: float) -> np.ndarray:
-    c, s = math.cos(angle), math.sin(angle)
-    return np.array([[c, -s], [s, c]])
-
-
 def thigh_motion(theta0: float, hip: np.ndarray, rng: float, T: float) -> Any:
     """Body 3's prescribed coordinates ``(x, y, theta)`` with their first and second time
     derivatives: the thigh turning by ``rng`` (rad) about the fixed ``hip`` (global, m; its point E)
@@ -122,7 +117,7 @@ def thigh_motion(theta0: float, hip: np.ndarray, rng: float, T: float) -> Any:
         fd = (30 * s**2 - 60 * s**3 + 30 * s**4) / T if t < T else 0.0
         fdd = (60 * s - 180 * s**2 + 120 * s**3) / T**2 if t < T else 0.0
         th, w, a = theta0 + rng * f, rng * fd, rng * fdd
-        A = _rot(th)
+        A = rot2(th)
         A_th = np.array([[-math.sin(th), -math.cos(th)], [math.cos(th), -math.sin(th)]])
         R = hip - A @ uE  # the centre of gravity keeps E at the hip
         Rd = -w * (A_th @ uE)
@@ -140,7 +135,7 @@ def prosthetic_knee(tables: Tables, params: ProstheticKneeParams = ProstheticKne
               for k, (m, J, x, y, th) in BODIES.items()}
     joints = [Revolute2D(bodies[a], _point(a, name), bodies[b], _point(b, name)) for name, (a, b) in JOINTS.items()]
     b3 = bodies[3]
-    hip = b3.position + _rot(b3.angle) @ _point(3, "E")
+    hip = b3.position + rot2(b3.angle) @ _point(3, "E")
     thigh = PrescribedMotion(b3, (0, 1, 2), thigh_motion(b3.angle, hip, math.radians(p.thigh_range), p.stance_duration))
     law = make_law(p.law, p.K, p.cr, **({"d_max": p.d_max, "c_max": p.c_max} if p.law == "penalty-step" else {}))
     ws = StorageWindow.whole(tables.open("sphere", TABLES["sphere"]))
@@ -152,7 +147,7 @@ def prosthetic_knee(tables: Tables, params: ProstheticKneeParams = ProstheticKne
     b1, b2 = bodies[1], bodies[2]
 
     def spring_length(q1: tuple[np.ndarray, float], q2: tuple[np.ndarray, float]) -> float:
-        return float(np.linalg.norm(q2[0] + _rot(q2[1]) @ _point(2, "E") - q1[0] - _rot(q1[1]) @ _point(1, "F")))
+        return float(np.linalg.norm(q2[0] + rot2(q2[1]) @ _point(2, "E") - q1[0] - rot2(q1[1]) @ _point(1, "F")))
 
     l_init = spring_length((b1.position, b1.angle), (b2.position, b2.angle))
     system.loads.append(spring_damper("spring", b2, _point(2, "E"), b1, _point(1, "F"), 250e3, 50e3,
