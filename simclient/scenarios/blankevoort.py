@@ -152,7 +152,7 @@ class BlankevoortKnee:
         self.laws: dict[str, BlankevoortLaw] = {}
         self.reference_lengths: dict[str, float] = {}  # bundle lengths in the reference position (m)
         self.torque = 0.0  # axial torque on the femur about z (N m)
-        self.jacobian: np.ndarray | None = None  # the last deformable solve's, for the next along the path
+        self.jacobian: np.ndarray | None = None  # the last solve's, for the next along the path
 
     # -- loads ------------------------------------------------------------------------------------
     def lengths(self, q: np.ndarray) -> dict[str, float]:
@@ -263,8 +263,10 @@ class BlankevoortKnee:
 
             tol = np.concatenate([np.full(5, p.tol), np.full(n, 1e-3)])  # gaps to 1 nm
             x0 = np.concatenate([q[FREE], forces])
+            J = self.jacobian if self.jacobian is not None and self.jacobian.shape == (5 + n, 5 + n) else None
             r = newton(fun_r, x0, tol=tol, step=np.concatenate([STEP, np.full(n, 1e-3)]), max_iter=60,
-                       max_step=np.concatenate([MAX_STEP, np.full(n, 1e3)]))
+                       max_step=np.concatenate([MAX_STEP, np.full(n, 1e3)]), jacobian=J)
+            self.jacobian = r.jacobian
             q[FREE] = r.x[:5]
             forces = r.x[5:]
             if not r.converged or (forces >= 0).all() or n == 1:
