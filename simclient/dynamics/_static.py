@@ -169,10 +169,10 @@ def settle(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, damping: 
     below ``0.5 / mu``, so the step moves away from the unstable equilibrium as the model does
     instead of towards it as Newton's does; the residual growing there shortens it only where it
     grows more than twice as fast as that mode does (``1 / (1 - dt mu)`` a step): an overshoot,
-    into a stiff contact say. ``damping`` (per unknown, in ``fun``'s units per
-    unit of ``x'``) weighs the unknowns against each other; ``max_step`` (per unknown) shortens a
-    step that would move any unknown further. Converged when every ``|f_i| <= tol_i``; else not
-    converged after ``max_steps`` steps. A step costs ``2 n + 1`` evaluations of ``fun``."""
+    into a stiff contact say. ``damping`` (per unknown, in ``fun``'s units per unit of ``x'``)
+    weighs the unknowns against each other; ``max_step`` (per unknown) shortens a step that would
+    move any unknown further. Converged when every ``|f_i| <= tol_i``; else not converged after
+    ``max_steps`` steps. A step costs ``2 n + 1`` evaluations of ``fun``."""
     x = np.array(x0, float)
     tol = np.asarray(tol, float)
     c = np.asarray(damping, float)
