@@ -69,12 +69,12 @@ def test_cli_runs_the_gait_cycle_and_writes_maps(implant_tables, tmp_path):
     total = s["compartments"]["medial"]["force_N"] + s["compartments"]["lateral"]["force_N"]
     assert total == pytest.approx(3.0 * 700.0, rel=0.05)  # the peak axial load, 3 body weights
     # every instant in equilibrium: the SI force imbalance (measured by a full search at each output)
-    # within the issue's 2 % in stance and 5 % overall; in stance, within the solver's own tolerance
-    # (a Newton stall at a kink of the contact force is settled from there, not taken)
+    # within the issue's 2 % in stance and 5 % overall; everywhere, within the solver's own tolerance
+    # (a Newton stall at a kink of the contact force is settled, or slid along ML, not taken)
     from simclient.scenarios.artificial_knee import TOL_REL
 
     assert s["gait"]["max_force_imbalance_stance"] <= 0.02 and s["gait"]["max_force_imbalance"] <= 0.05
-    assert s["gait"]["max_force_imbalance_stance"] <= TOL_REL * (1 + 1e-9)
+    assert s["gait"]["max_force_imbalance"] <= TOL_REL * (1 + 1e-9)
     # Bei & Fregly's pressure pass: the 50 x 50 grids at the same pose see the same contact areas
     pp = s["pressure_pass"]
     assert pp["element_grid"] == [50, 50] and pp["t_s"] == s["t_max_load_s"]
@@ -147,6 +147,24 @@ def test_compiled_search_settles_like_the_python_search(implant_tables):
     for side in ("medial", "lateral"):
         assert f1[side] == pytest.approx(f0[side], rel=1e-6)
     assert st1["python_searches"] < 0.05 * st1["searches"] and st0["python_searches"] >= st0["searches"]
+
+
+def test_a_femur_slid_medial_laterally_comes_back_to_the_same_restoring_equilibrium(implant_tables):
+    """From the settled equilibrium at 60 deg and 1000 N with the femur displaced 0.5 mm medially or
+    laterally, the slide along ML (:meth:`ImplantKnee._slide_ml`, the last resort for an equilibrium
+    on a kink) lands on one equilibrium from both sides: every residual within tolerance, and the ML
+    force restoring around it (positive 20 um below, negative 20 um above, SI and VV solved there)."""
+    knee = _knee(implant_tables, "linear")
+    f, load = np.radians(60.0), 1000.0
+    case, tol = (f, 0.0, 0.0, load), knee._tol(load)
+    y, _ = knee.static(60.0, load)
+    ends = [knee._slide_ml(y + np.array([0.0, d, 0.0]), case, tol) for d in (-5e-4, 5e-4)]
+    assert abs(ends[0][1] - ends[1][1]) < 1e-6
+    for q in ends:
+        assert np.all(np.abs(knee.generalized_forces(q, *case, full=True)[0]) <= tol)
+    side = [knee.generalized_forces(knee._hold_ml(ends[0] + np.array([0.0, d, 0.0]), case, tol), *case, full=True)[0][1]
+            for d in (-2e-5, 2e-5)]
+    assert side[0] > 0 > side[1]
 
 
 def test_settles_come_to_rest_in_few_steps_and_an_unbalanced_one_is_an_error(implant_tables, monkeypatch):
