@@ -109,6 +109,28 @@ def test_settle_comes_to_rest_where_the_viscous_model_does_not_where_newton_does
     assert not r.converged and r.iterations == 3 and np.any(np.abs(r.f) > tol)
 
 
+def test_settle_steps_back_from_where_the_residual_is_not_finite():
+    """A model ``x' = 1 - x^3`` defined only for x < 1.2 (a contact off its table, say), relaxing to
+    x = 1 from x = 0, where it has no stiffness, with a large first time step: the steps that land
+    beyond are taken again shorter and the settle still comes to rest at 1; a start where the
+    residual is not finite is an error naming it."""
+    from simclient.dynamics import settle
+    from simclient.errors import SimulationError
+
+    calls = {"outside": 0}
+
+    def f(x):
+        if x[0] >= 1.2:
+            calls["outside"] += 1
+            return np.array([np.nan])
+        return np.array([1.0 - x[0] ** 3])
+
+    r = settle(f, np.array([0.0]), damping=np.array([1.0]), dt=10.0, tol=np.array([1e-12]), step=np.array([1e-6]))
+    assert r.converged and abs(r.x[0] - 1.0) < 1e-12 and calls["outside"] > 0
+    with pytest.raises(SimulationError, match="not finite"):
+        settle(f, np.array([2.0]), damping=np.array([1.0]), dt=1.0, tol=np.array([1e-12]), step=np.array([1e-6]))
+
+
 def test_quasi_newton_from_a_given_jacobian_solves_a_path_with_fewer_evaluations():
     """Along a path of problems (the circle's radius growing), starting each solve from the last
     one's Jacobian (Broyden updates) finds the same roots as central differences at every

@@ -27,7 +27,7 @@ import numpy as np
 
 from simclient.dynamics._bodies import Body
 from simclient.dynamics._system import MultibodySystem
-from simclient.errors import ContactError, ParameterError
+from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.geometry import euler_from_matrix, rotation_matrix
 
 __all__ = ["COORDINATES", "NewtonResult", "newton", "settle", "StaticResult", "StaticProblem"]
@@ -171,31 +171,39 @@ def settle(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, damping: 
     grows more than twice as fast as that mode does (``1 / (1 - dt mu)`` a step): an overshoot,
     into a stiff contact say. ``damping`` (per unknown, in ``fun``'s units per unit of ``x'``)
     weighs the unknowns against each other; ``max_step`` (per unknown) shortens a step that would
-    move any unknown further. Converged when every ``|f_i| <= tol_i``; else not converged after
-    ``max_steps`` steps. A step costs ``2 n + 1`` evaluations of ``fun``."""
+    move any unknown further. A step to where ``fun`` is not finite (off its domain) is taken again,
+    five times shorter; a start where it is not finite is a :class:`SimulationError`. Converged
+    when every ``|f_i| <= tol_i``; else not converged after ``max_steps`` steps. A step costs
+    ``2 n + 1`` evaluations of ``fun`` (one where it is taken again)."""
     x = np.array(x0, float)
     tol = np.asarray(tol, float)
     c = np.asarray(damping, float)
     f = fun(x)
-    J = None
+    if not np.all(np.isfinite(f)):
+        raise SimulationError(f"settle: the residual at the start x0 = {x.tolist()} is not finite: {f.tolist()}")
+    J, last = None, None
+    unstable = 0.0
     for k in range(max_steps):
         if np.all(np.abs(f) <= tol):
-            return NewtonResult(x, f, k, True, J)
-        J = _central_differences(fun, x, len(f), step)
-        unstable = float(np.max(np.linalg.eigvals(J / c[:, None]).real))
+            return NewtonResult(x, f, k, True, last)
+        if J is None:
+            J = last = _central_differences(fun, x, len(f), step)
+            unstable = float(np.max(np.linalg.eigvals(J / c[:, None]).real))
         if unstable > 0:
             dt = min(dt, 0.5 / unstable)
         dx = _shortened(np.linalg.solve(np.diag(c / dt) - J, f), max_step)
-        x_new = x + dx
-        f_new = fun(x_new)
+        f_new = fun(x + dx)
+        if not np.all(np.isfinite(f_new)):  # a step off the model's domain: shorter, from the same x
+            dt *= 0.2
+            continue
         ratio = float(np.linalg.norm(f / tol) / max(float(np.linalg.norm(f_new / tol)), 1e-300))
         # where no mode is unstable, a residual that grows shortens the time step; along an
         # unstable mode, which grows by 1 / (1 - dt mu) a step, only one growing more than twice
         # that (an overshoot, into a stiff contact say)
         grows = ratio < (1.0 if unstable <= 0 else 0.5 * (1 - dt * unstable))
         dt *= max(ratio, 0.2) if grows else min(10.0, max(ratio, 2.0))
-        x, f = x_new, f_new
-    return NewtonResult(x, f, max_steps, bool(np.all(np.abs(f) <= tol)), J)
+        x, f, J = x + dx, f_new, None
+    return NewtonResult(x, f, max_steps, bool(np.all(np.abs(f) <= tol)), last)
 
 
 def _flat_columns(J: np.ndarray) -> list[int]:
