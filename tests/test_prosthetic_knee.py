@@ -54,6 +54,28 @@ def test_penetration_and_the_papers_pattern(laws):
     assert f["peak_width_s"] < p["peak_width_s"]
 
 
+def test_histories_follow_the_integrated_motion_through_a_separation(sample_tables):
+    """Without the spring's preload the stop is struck and left again (0.094 s, 0.392 s), so the
+    run ends out of contact. Body 1's angular acceleration history still equals the time derivative
+    of its angular velocity history (a second method: differences of the dense output) in contact
+    too, and the stop is indented between its onset and separation and carries no force outside."""
+    from simclient.scenarios.prosthetic_knee import prosthetic_knee
+
+    s = prosthetic_knee(Tables(folder=sample_tables), ProstheticKneeParams(spring_preload=0.0))
+    kinds = [e["type"] for e in s.artifacts["result"].events]
+    assert kinds == ["onset", "separation"], kinds
+    (t_on, t_off) = [e["t"] for e in s.artifacts["result"].events]
+    h = s.artifacts["history"]
+    t, alpha = h["t_s"], h["body1_alpha_rad_s2"]
+    derivative = np.gradient(h["body1_omega_rad_s"], t)
+    touching = (t > t_on + 1e-4) & (t < t_off - 1e-4)
+    assert touching.sum() > 500
+    scale = np.abs(alpha).max()
+    assert np.abs(derivative - alpha)[touching].max() <= 1e-3 * scale
+    assert np.all(h["contact_force_N"][(t < t_on) | (t > t_off)] == 0)
+    assert h["penetration_m"][touching].min() > 0
+
+
 def test_step_against_its_definition():
     """STEP: y1 before x1, y2 after x2, the cubic between, continuous with zero slope at both ends."""
     x1, y1, x2, y2 = 0.0, 0.0, 1e-4, 49915.668

@@ -26,6 +26,7 @@ the state projected back onto the joints every ``project_every`` (1 ms).
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,7 +164,8 @@ def prosthetic_knee(tables: Tables, params: ProstheticKneeParams = ProstheticKne
 def _summary(system: PlanarSystem, stop: PlanarContact, joints: list[Revolute2D], bodies: dict[int, PlanarBody],
              res: Any, p: ProstheticKneeParams) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     t_final = float(res.t[-1])
-    onsets = [e["t"] for e in res.events if e["type"] == "onset"]
+    impacts = [e for e in res.events if e["type"] == "onset"]  # in time order
+    onsets = [e["t"] for e in impacts]
     ts = np.unique(np.concatenate([np.linspace(0.0, t_final, p.samples),
                                    *[np.linspace(t, min(t + 0.02, t_final), 2001) for t in onsets]]))
     n3 = 3 * system.n
@@ -173,21 +175,26 @@ def _summary(system: PlanarSystem, stop: PlanarContact, joints: list[Revolute2D]
         "knee_angle_deg", "body1_angle_deg", "body1_omega_rad_s", "body1_alpha_rad_s2", "penetration_m",
         "contact_force_N", "joint_gap_m")}
     h["t_s"] = ts
+    final = stop.active, stop.impact_velocity
     for n, t in enumerate(ts):
         y = res.sol(float(t))
         system.set_state(y, float(t))
+        k = system.detect(stop)
+        # the stop as the integrator had it at t: in contact, with the impact velocity of its last onset
+        stop.active = k.indentation > 0
+        last = bisect.bisect_right(onsets, t) - 1
+        stop.impact_velocity = impacts[last]["impact_velocity"] if last >= 0 else 1.0
         q = y[:n3].reshape(-1, 3)
         h["knee_angle_deg"][n] = math.degrees(q[2, 2] - q[0, 2])  # thigh angle less shank angle
         h["body1_angle_deg"][n] = math.degrees(y[col1 + 2])
         h["body1_omega_rad_s"][n] = y[n3 + col1 + 2]
         h["body1_alpha_rad_s2"][n] = system.rhs(float(t), y)[n3 + col1 + 2]
         h["joint_gap_m"][n] = max(float(np.linalg.norm(j.equations(system, float(t))[0])) for j in joints)
-        k = system.detect(stop)
-        if k.indentation > 0:
+        if stop.active:
             rate = k.indentation_rate(system.relative_velocity(stop, k))
-            v0 = max((e["impact_velocity"] for e in res.events if e["type"] == "onset" and e["t"] <= t), default=1.0)
             h["penetration_m"][n] = k.indentation
-            h["contact_force_N"][n] = stop.law.normal_force(k.indentation, rate, v0)
+            h["contact_force_N"][n] = stop.law.normal_force(k.indentation, rate, stop.impact_velocity)
+    stop.active, stop.impact_velocity = final
     f = h["contact_force_N"]
     in_contact = h["penetration_m"] > 0
     duration = float(np.sum(np.diff(ts)[in_contact[:-1] & in_contact[1:]]))
