@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, DenseOutput, OdeSolution, OdeSolver, Radau, solve_ivp
-from scipy.optimize import brentq
+from scipy.optimize import brentq, minimize_scalar
 
 from simclient.contact import ContactPair
 from simclient.dynamics._compiled import CompiledDOP853, compile_system, gap_probe
@@ -138,37 +138,76 @@ class _Segment:
 _EPS = float(np.finfo(float).eps)
 
 
+#: the difference along the dense output that gives an event function's slope at a step's end, as a
+#: fraction of the step (see :func:`_slope`)
+SLOPE_FRACTION = 1e-3
+
+
+class _Across(Exception):
+    """A sample on the other side of an event's zero, found by :func:`_excursion`'s search."""
+
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+
+def _slope(ev: Callable, sol: Callable[[float], np.ndarray], t: float, g: float, h: float) -> float:
+    """``d ev / dt`` at ``t`` (where ``ev`` is ``g``) by the difference to ``t + SLOPE_FRACTION h``
+    along the dense output ``sol`` (``h``: the step, negative for the step's end)."""
+    dt = SLOPE_FRACTION * h
+    return (ev(t + dt, sol(t + dt)) - g) / dt
+
+
+def _excursion(ev: Callable, sol: Callable[[float], np.ndarray], t_old: float, t: float, g_old: float,
+               g_new: float, r_old: float, r_new: float) -> float | None:
+    """A time inside the step where ``ev`` is on the other side of zero (``direction``-wise) though
+    both ends are not, or None: an excursion across and back inside the step.
+
+    The cubic through the ends' values ``g`` and slopes ``r`` (Hermite) models ``ev`` over the step;
+    where it turns towards zero inside the step and comes at least halfway from the nearer end to
+    zero, ``ev`` is evaluated at that turn and, failing that, its extremum is searched for (Brent's
+    bounded method, stopping at the first sample across zero). With the slopes, a turn near a
+    step's end is seen too (a body grazing a curved surface: its gap is V-shaped in time, which no
+    parabola through three samples follows)."""
+    d: float = ev.direction  # type: ignore[attr-defined]
+    h = t - t_old
+    # phi = d ev runs from p0 < 0 to p1 < 0; its cubic in s = (tt - t_old) / h
+    p0, p1, m0, m1 = d * g_old, d * g_new, d * r_old * h, d * r_new * h
+    a, b = 2 * p0 + m0 - 2 * p1 + m1, -3 * p0 - 2 * m0 + 3 * p1 - m1
+    turns = [float(s.real) for s in np.roots([3 * a, 2 * b, m0]) if abs(s.imag) < 1e-12 and 0 < s.real < 1]
+    near = max(p0, p1)
+    peaks = [s for s in turns if 6 * a * s + 2 * b < 0 and ((a * s + b) * s + m0) * s + p0 >= 0.5 * near]
+    if not peaks:
+        return None
+
+    def phi(tt: float) -> float:
+        value = d * ev(tt, sol(tt))
+        if value >= 0:
+            raise _Across(tt)
+        return -value
+    try:
+        for s in peaks:
+            phi(t_old + s * h)
+        minimize_scalar(phi, bounds=(t_old, t), method="bounded", options={"xatol": 1e-9 * h})
+    except _Across as across:
+        return across.t
+    return None
+
+
 def _event_root(ev: Callable, sol: Callable[[float], np.ndarray], t_old: float, t: float, g_old: float,
-                g_new: float) -> float | None:
+                g_new: float, slopes: tuple[float, float] | None = None) -> float | None:
     """When the event function ``ev`` first crosses zero in its ``direction`` in the step
     [``t_old``, ``t``] (values ``g_old``, ``g_new`` at its ends, ``sol`` its dense output), or None.
 
-    A change of sign between the step's ends is a crossing, as in ``solve_ivp``. For an event
-    function marked ``graze`` (a contact's onset or separation), so is a crossing and a return
-    inside the step (a contact shorter than the step, which the ends alone miss): ``ev`` is sampled
-    at the step's middle, and where the parabola through the three values bulges towards zero, at
-    its extremum too. A graze much shorter than the step can still pass unseen between those
-    samples."""
+    A change of sign between the step's ends is a crossing, as in ``solve_ivp``. Given the slopes
+    of ``ev`` at the step's ends (an event function marked ``graze``: a contact's onset or
+    separation), so is a crossing and a return inside the step (a contact shorter than the step,
+    which the ends alone miss), found by :func:`_excursion`."""
     d: float = ev.direction  # type: ignore[attr-defined]
     if d * g_old > 0:
         return None
     end = t if d * g_new >= 0 else None
-    if end is None and getattr(ev, "graze", False):
-        t_mid = 0.5 * (t_old + t)
-        g_mid = ev(t_mid, sol(t_mid))
-        if d * g_mid >= 0:
-            end = t_mid
-        else:
-            # the parabola through (0, g_old), (1/2, g_mid), (1, g_new) in s = (t - t_old) / h
-            a, b = 2 * (g_old - 2 * g_mid + g_new), -3 * g_old + 4 * g_mid - g_new
-            if d * a < 0:
-                s = -b / (2 * a)
-                peak = g_old - b * b / (4 * a)
-                # probe where the extremum lies inside and comes at least halfway from g_mid to zero
-                if 0 < s < 1 and d * peak >= 0.5 * d * g_mid:
-                    t_peak = t_old + s * (t - t_old)
-                    if d * ev(t_peak, sol(t_peak)) >= 0:
-                        end = t_peak
+    if end is None and slopes is not None:
+        end = _excursion(ev, sol, t_old, t, g_old, g_new, *slopes)
     if end is None:
         return None
     return float(brentq(lambda tt: ev(tt, sol(tt)), t_old, end, xtol=4 * _EPS, rtol=4 * _EPS))
@@ -183,6 +222,8 @@ def _advance(fun: Callable[[float, np.ndarray], np.ndarray], t_span: tuple[float
     t0, t1 = t_span
     run = solver(fun, t0, y0, t1, **options)
     g = [ev(t0, y0) for ev in events]
+    grazes = [getattr(ev, "graze", False) for ev in events]
+    rates: list[float | None] = [None] * len(events)  # the graze events' slopes at the step's start
     ts, ys, dense = [t0], [np.asarray(y0, dtype=float)], []
     status, message, fired = None, "", None
     while status is None:
@@ -192,10 +233,21 @@ def _advance(fun: Callable[[float, np.ndarray], np.ndarray], t_span: tuple[float
             break
         t_old, t, y = run.t_old, run.t, run.y
         sol = run.dense_output()
-        at = functools.cache(sol)  # every event samples the step at the same middle
+        at = functools.cache(sol)  # the events' samples inside the step share their states
         g_new = [ev(t, y) for ev in events]
-        roots = [(r, k) for k, ev in enumerate(events)
-                 if (r := _event_root(ev, at, t_old, t, g[k], g_new[k])) is not None]
+        roots = []
+        for k, ev in enumerate(events):
+            slopes = None
+            if grazes[k]:
+                r_old = rates[k]
+                if r_old is None:
+                    r_old = _slope(ev, at, t_old, g[k], t - t_old)
+                r_new = _slope(ev, at, t, g_new[k], t_old - t)
+                rates[k] = r_new
+                slopes = (r_old, r_new)
+            r = _event_root(ev, at, t_old, t, g[k], g_new[k], slopes)
+            if r is not None:
+                roots.append((r, k))
         if roots:
             t, fired = min(roots)
             y = sol(t)
@@ -273,9 +325,9 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
     ``method``: a name in :data:`METHODS` (``rk4`` steps by ``h``, default 1e-5 s) or an
     ``OdeSolver`` subclass. Contact onsets and separations are terminal events (see
     :mod:`simclient.dynamics._system`), found where a gap changes sign between a step's ends and,
-    for contacts or separations shorter than a step, inside it (:func:`_event_root`: the gap
-    sampled at the step's middle and where the parabola through the three values turns towards
-    zero), so ``max_step`` (s) serves accuracy, not detection. ``stop(t, system)`` ends the run
+    for contacts or separations shorter than a step, inside it (:func:`_excursion`: where the
+    cubic through the gap's values and slopes at the step's ends turns towards zero), so
+    ``max_step`` (s) serves accuracy, not detection. ``stop(t, system)`` ends the run
     where it crosses zero from below (e.g. a flexion angle reaching its target). At every restart
     the state is projected by ``system.normalize`` (Euler parameters; a planar system's
     constraints), and ``project_every`` (s) restarts at least that often. A contact detection that
@@ -319,7 +371,7 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
             if old is not None and (np.abs(old[0] - yy) <= 1e-15 + 1e-12 * np.abs(yy)).all():  # np.allclose, 4x faster
                 return old[1]
             g = probe(c, yy) - side * EVENT_HYSTERESIS
-            if len(seen) >= 8:  # a step's ends and the graze samples inside it: a few entries
+            if len(seen) >= 64:  # a step's ends, its slopes' samples and a graze search's (some 30)
                 del seen[next(iter(seen))]
             seen[tt] = (yy.copy(), g)
             return g
