@@ -324,6 +324,28 @@ def test_a_contact_shorter_than_a_step_is_found(sample_tables, method):
     assert max(np.diff(res.t)) > 4 * math.sqrt(2 * dip / g)  # some steps are twice the dip's length
 
 
+@pytest.mark.parametrize("direction", [-1.0, 1.0])
+def test_an_excursion_across_zero_inside_a_step_is_found_wherever_it_lies(direction):
+    """An event function that crosses zero and comes back inside one step, V-shaped in time (a
+    body passing a curved surface: d (sqrt(b^2 + (t - t_c)^2) - 1), its excursion 0.1 % of the
+    step wide): found at its first crossing wherever t_c lies in the step, for an onset (d = -1)
+    and a separation (d = +1); a pass that stays 1e-4 short of zero is no event."""
+    from simclient.dynamics._integrate import _event_root
+
+    def root(t_c, b):
+        def ev(t, y):
+            return direction * (math.sqrt(b * b + (t - t_c) ** 2) - 1.0)
+        ev.direction = -direction
+        ev.graze = True
+        slopes = [(ev(t + dt, None) - ev(t, None)) / dt for t, dt in ((0.0, 1e-3), (1.0, -1e-3))]
+        return _event_root(ev, lambda t: None, 0.0, 1.0, ev(0.0, None), ev(1.0, None), (slopes[0], slopes[1]))
+
+    for t_c in np.linspace(0.05, 0.95, 19):
+        b = 1.0 - 1.25e-7  # the chord inside: 2 sqrt(1 - b^2) = 1e-3
+        assert root(t_c, b) == pytest.approx(t_c - math.sqrt(1 - b * b), abs=1e-12), t_c
+        assert root(t_c, 1.0 + 1e-4) is None, t_c
+
+
 def test_unknown_method_lists_the_methods():
     from simclient.dynamics import Body, MultibodySystem, integrate, simulate
     from simclient.errors import ParameterError
