@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -157,6 +158,19 @@ def _slope(ev: Callable, sol: Callable[[float], np.ndarray], t: float, g: float,
     return (ev(t + dt, sol(t + dt)) - g) / dt
 
 
+def _unit_roots(A: float, B: float, C: float) -> list[float]:
+    """The real roots of ``A s^2 + B s + C`` in (0, 1) (in scalars: every step of every contact asks)."""
+    if A == 0.0:
+        roots = [-C / B] if B != 0.0 else []
+    else:
+        disc = B * B - 4 * A * C
+        if disc < 0.0:
+            return []
+        q = -0.5 * (B + math.copysign(math.sqrt(disc), B))  # without cancellation
+        roots = [q / A] + ([C / q] if q != 0.0 else [])
+    return [s for s in roots if 0.0 < s < 1.0]
+
+
 def _excursion(ev: Callable, sol: Callable[[float], np.ndarray], t_old: float, t: float, g_old: float,
                g_new: float, r_old: float, r_new: float) -> float | None:
     """A time inside the step where ``ev`` is on the other side of zero (``direction``-wise) though
@@ -173,9 +187,9 @@ def _excursion(ev: Callable, sol: Callable[[float], np.ndarray], t_old: float, t
     # phi = d ev runs from p0 < 0 to p1 < 0; its cubic in s = (tt - t_old) / h
     p0, p1, m0, m1 = d * g_old, d * g_new, d * r_old * h, d * r_new * h
     a, b = 2 * p0 + m0 - 2 * p1 + m1, -3 * p0 - 2 * m0 + 3 * p1 - m1
-    turns = [float(s.real) for s in np.roots([3 * a, 2 * b, m0]) if abs(s.imag) < 1e-12 and 0 < s.real < 1]
     near = max(p0, p1)
-    peaks = [s for s in turns if 6 * a * s + 2 * b < 0 and ((a * s + b) * s + m0) * s + p0 >= 0.5 * near]
+    peaks = [s for s in _unit_roots(3 * a, 2 * b, m0)
+             if 6 * a * s + 2 * b < 0 and ((a * s + b) * s + m0) * s + p0 >= 0.5 * near]
     if not peaks:
         return None
 
