@@ -142,6 +142,9 @@ _EPS = float(np.finfo(float).eps)
 #: the difference along the dense output that gives an event function's slope at a step's end, as a
 #: fraction of the step (see :func:`_slope`)
 SLOPE_FRACTION = 1e-3
+#: how much faster than at a step's ends an event function is taken to change inside the step, in
+#: deciding whether a turn between the ends can reach zero (see :func:`_excursion`)
+SLOPE_MARGIN = 2.0
 
 
 class _Across(Exception):
@@ -176,21 +179,25 @@ def _excursion(ev: Callable, sol: Callable[[float], np.ndarray], t_old: float, t
     """A time inside the step where ``ev`` is on the other side of zero (``direction``-wise) though
     both ends are not, or None: an excursion across and back inside the step.
 
-    The cubic through the ends' values ``g`` and slopes ``r`` (Hermite) models ``ev`` over the step;
-    where it turns towards zero inside the step and comes at least halfway from the nearer end to
-    zero, ``ev`` is evaluated at that turn and, failing that, its extremum is searched for (Brent's
-    bounded method, stopping at the first sample across zero). With the slopes, a turn near a
-    step's end is seen too (a body grazing a curved surface: its gap is V-shaped in time, which no
-    parabola through three samples follows)."""
+    The step is searched where it may hold such an excursion, by the ends' values ``g`` and slopes
+    ``r``: where the slopes turn, towards zero at the start and away at the end, and ``ev``
+    changing no faster than ``SLOPE_MARGIN`` times the larger of them could reach zero between the
+    ends' values (a body grazing a curved surface: its gap is V-shaped in time, which neither the
+    cubic through the ends' values and slopes nor a parabola through three samples follows well);
+    or where that cubic turns towards zero inside the step and comes at least halfway from the
+    nearer end to zero (two turns in one step). The search evaluates ``ev`` at the cubic's turns,
+    then looks for its extremum by Brent's bounded method, stopping at the first sample across
+    zero."""
     d: float = ev.direction  # type: ignore[attr-defined]
     h = t - t_old
     # phi = d ev runs from p0 < 0 to p1 < 0; its cubic in s = (tt - t_old) / h
     p0, p1, m0, m1 = d * g_old, d * g_new, d * r_old * h, d * r_new * h
     a, b = 2 * p0 + m0 - 2 * p1 + m1, -3 * p0 - 2 * m0 + 3 * p1 - m1
-    near = max(p0, p1)
-    peaks = [s for s in _unit_roots(3 * a, 2 * b, m0)
-             if 6 * a * s + 2 * b < 0 and ((a * s + b) * s + m0) * s + p0 >= 0.5 * near]
-    if not peaks:
+    turns = [s for s in _unit_roots(3 * a, 2 * b, m0) if 6 * a * s + 2 * b < 0]  # the cubic's maxima
+    # the largest phi that a function starting at p0, ending at p1 and changing by at most k per
+    # step can reach in between is (p0 + p1 + k) / 2
+    reachable = m0 > 0 > m1 and p0 + p1 + SLOPE_MARGIN * max(m0, -m1) >= 0
+    if not reachable and not any(((a * s + b) * s + m0) * s + p0 >= 0.5 * max(p0, p1) for s in turns):
         return None
 
     def phi(tt: float) -> float:
@@ -199,7 +206,7 @@ def _excursion(ev: Callable, sol: Callable[[float], np.ndarray], t_old: float, t
             raise _Across(tt)
         return -value
     try:
-        for s in peaks:
+        for s in turns:
             phi(t_old + s * h)
         minimize_scalar(phi, bounds=(t_old, t), method="bounded", options={"xatol": 1e-9 * h})
     except _Across as across:
