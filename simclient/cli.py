@@ -169,6 +169,16 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _table_root(value: str) -> str | Path:
     """``--tables``: an ``s3://BUCKET/PREFIX`` as it is, anything else a folder."""
     return value.rstrip("/") if value.startswith("s3://") else Path(value)
@@ -209,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("study", choices=list(STUDIES), metavar="STUDY", help=", ".join(STUDIES))
     _add_where(st)
     st.add_argument("--out", type=Path, help="folder for the comparison plots")
-    st.add_argument("--workers", type=int, help="parallel processes (default: the CPUs)")
+    st.add_argument("--workers", type=_positive_int, help="parallel processes (default: the CPUs)")
     st.add_argument("--json", action="store_true", help="print the JSON summary")
     st.set_defaults(func=_study)
 

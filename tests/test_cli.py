@@ -130,6 +130,21 @@ def test_bad_input_is_a_clear_error(sample_tables, args, status, message):
     assert message in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("args, status, message", [
+    (["run", "knee3d", "--rtol", "-1"], 1, "rtol positive"),
+    (["run", "knee2d", "--atol=-1e-9"], 1, "atol not negative"),
+    (["run", "artificial-knee", "--grid", "0x5"], 2, "sides must be at least 1"),
+    (["run", "artificial-knee", "--pressure-grid", "50x0"], 2, "sides must be at least 1"),
+    (["study", "knee2d-laws", "--workers", "0"], 2, "must be at least 1"),
+])
+def test_bad_settings_are_a_clear_error(sample_tables, args, status, message):
+    """Integration tolerances, element grids and worker counts out of range (each once ran: a
+    negative rtol as if it were valid, a 0 x 5 grid into a division by zero, 0 workers as the CPUs)."""
+    r = simclient(*args, "--tables", str(sample_tables))
+    assert r.returncode == status, r.stderr
+    assert message in r.stderr and "Traceback" not in r.stderr
+
+
 @pytest.mark.parametrize("scenario, table, definition", [("natural-knee", "natural_tibial_cartilage", "natural_knee"),
                                                           ("artificial-knee", "tibial_insert", "grand_challenge_dm")])
 def test_a_missing_real_table_says_how_to_build_it(tmp_path, scenario, table, definition):

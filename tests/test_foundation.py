@@ -14,7 +14,7 @@ from scipy.optimize import brentq
 from preprocess.build import build_surface, parse_surface
 from preprocess.families import Family
 from simclient.contact import FoundationContact, LinearLayer, NonlinearLayer, element_grid, power_gap_strain_ratios
-from simclient.errors import ContactError
+from simclient.errors import ContactError, ParameterError
 from simclient.geometry import rotation_matrix
 from simclient.io import open_surface
 from simclient.scenarios.validate import press, pressed
@@ -227,6 +227,9 @@ def test_bad_element_thickness_is_refused(sample_tables):
         element_grid(fixed, "c", (-0.004, 0.004), (-0.004, 0.004), (10, 10), -0.001)
     with pytest.raises(Exception, match="no per-point field 'thickness'"):
         element_grid(fixed, "c", (-0.004, 0.004), (-0.004, 0.004), (10, 10))
+    for shape in ((0, 10), (10, 0), (-3, 5)):
+        with pytest.raises(ParameterError, match="at least 1 x 1 elements"):
+            element_grid(fixed, "c", (-0.004, 0.004), (-0.004, 0.004), shape, 0.005)
 
 
 def test_extra_fields_read_alike_over_http_and_locally(tmp_path):

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial import cKDTree
 
-from simclient.errors import ContactError
+from simclient.errors import ContactError, ParameterError
 from simclient.geometry import INSIDE, OUTSIDE_WINDOW, StorageWindow, evaluate, inline, jit, locate, record_of
 from simclient.geometry import layout as L
 from simclient.io import Source, read_field
@@ -81,6 +81,8 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
     (thickness <= 0: a natural layer's rim; more than a quarter of them is an error)."""
     h = source.header
     nu, nv = shape
+    if not (nu >= 1 and nv >= 1):
+        raise ParameterError(f"{source.name}: an element grid needs at least 1 x 1 elements, got {nu} x {nv}")
     du, dv = (u_range[1] - u_range[0]) / nu, (v_range[1] - v_range[0]) / nv
     u = u_range[0] + du * (np.arange(nu) + 0.5)
     v = v_range[0] + dv * (np.arange(nv) + 0.5)

@@ -359,6 +359,9 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
     """
     if not (t_end > 0 and np.isfinite(t_end)):
         raise ParameterError(f"the end time must be positive and finite (s), got {t_end}")
+    if not (rtol > 0 and atol >= 0 and np.isfinite(rtol) and np.isfinite(atol)):
+        raise ParameterError(f"the tolerances must be finite, rtol positive and atol not negative, got rtol = "
+                             f"{rtol}, atol = {atol}")
     solver = solver_class(method)
     options: dict[str, Any] = {"rtol": rtol, "atol": atol, "max_step": max_step}
     if h is not None:

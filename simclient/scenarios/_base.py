@@ -80,12 +80,16 @@ def extent_param(default: tuple[int, int], help: str) -> Any:
 
 
 def extent(text: str) -> tuple[int, int]:
-    """A window extent ``WxH`` in records, e.g. ``3x9``."""
+    """A window extent ``WxH`` in records, e.g. ``3x9`` (or a grid's, in elements); ``0x0`` says
+    "none" where a parameter allows it."""
     try:
         a, b = text.lower().split("x")
-        return int(a), int(b)
+        value = int(a), int(b)
     except ValueError:
         raise argparse.ArgumentTypeError(f"window extent must look like 3x9, got {text!r}") from None
+    if min(value) < 1 and value != (0, 0):
+        raise argparse.ArgumentTypeError(f"an extent's sides must be at least 1 (or both 0), got {text!r}")
+    return value
 
 
 def _finite(kind: type) -> Callable[[str], Any]:

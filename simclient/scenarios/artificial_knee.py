@@ -143,6 +143,9 @@ class ImplantKneeParams:
             raise ParameterError(f"artificial-knee: unknown material {self.material!r}; choose {', '.join(MATERIALS)}")
         if self.analysis not in ("static", "gait", "both"):
             raise ParameterError(f"artificial-knee: unknown analysis {self.analysis!r}; choose static, gait or both")
+        if min(self.pressure_grid) < 1 and tuple(self.pressure_grid) != (0, 0):
+            raise ParameterError(f"artificial-knee: the pressure grid needs at least 1 x 1 elements (0 x 0: no "
+                                 f"pressure pass), got {self.pressure_grid[0]} x {self.pressure_grid[1]}")
 
 
 def femoral_rotation(varus_valgus: float, internal_external: float, flexion: float) -> np.ndarray:

@@ -64,7 +64,9 @@ def run_study(study: Study, tables: Tables, *, out: Path | None = None, workers:
               progress: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[tuple[str, Summary]]]:
     """Run every case of ``study`` (``workers`` processes, default the CPUs, at most the cases)
     and return the JSON summary and the ``(label, summary)`` pairs."""
-    n = max(1, min(workers or os.cpu_count() or 1, len(study.cases)))
+    if workers is not None and workers < 1:
+        raise ParameterError(f"study {study.name}: workers must be at least 1, got {workers}")
+    n = min(workers or os.cpu_count() or 1, len(study.cases))
     labels = [label for label, _ in study.cases]
     if n == 1:
         results = [_run_case(study.scenario, p, tables) for _, p in study.cases]
