@@ -328,35 +328,21 @@ def test_a_contact_shorter_than_a_step_is_found(sample_tables, method):
 @pytest.mark.parametrize("x0", [-0.3, -0.25, -0.1])
 def test_a_ball_grazing_a_ball_within_one_step_is_found(sample_tables, method, x0):
     """A ball (R 20 mm, the 333 x 333 table) flies at 1 m/s, without gravity, past a fixed ball
-    (the same table turned over, its regular bottom facing up), 1 um inside their contact distance:
-    0.57 ms of contact inside free-flight steps of 0.16-0.27 s, the gap V-shaped in time. The
-    contact is found at the closed-form time and normal speed, and Hertz returns the normal speed
-    at the separation. (With the step's middle sampled, the ball passed through in all nine cases;
-    with the slopes' cubic asked to come halfway to zero, in one: DOP853 at x0 = -0.25 m, whose
-    probes far from contact give the gap at the window's edge, V-shaped too, but further out.)"""
-    from simclient.dynamics import Body, ContactModel, MultibodySystem, Surface, simulate
-    from simclient.geometry import StorageWindow
-    from simclient.io import open_surface
+    (the same table turned over), 1 um inside their contact distance: 0.57 ms of contact inside
+    free-flight steps of 0.16-0.27 s, the gap V-shaped in time (``simclient validate graze-onset``).
+    The contact is found at the closed-form time and normal speed, and Hertz returns the normal
+    speed at the separation. (With the step's middle sampled, the ball passed through in all nine
+    cases; with the slopes' cubic asked to come halfway to zero, in one: DOP853 at x0 = -0.25 m,
+    whose probes far from contact give the gap at the window's edge, V-shaped too, but further out.)"""
+    from simclient.scenarios.validate import ball_graze
 
-    R, v, depth = 0.02, 1.0, 1e-6
-    b = 2 * R - depth
-    ball = Body("ball", mass=0.092, inertia=np.eye(3) * 0.4 * 0.092 * R**2, position=np.array([x0, 0.0, b]),
-                velocity=np.array([v, 0.0, 0.0]))
-    post = Body("post", fixed=True)
-
-    def window():
-        return StorageWindow(open_surface(sample_tables / "ball_333.zarr"), (3, 3), centre=(0.0, 0.0))
-    contact = ContactModel("graze", Surface(ball, window()),
-                           Surface(post, window(), rotation=np.diag([1.0, -1.0, -1.0])), make_law("hertz", 5.5e9))
-    res = simulate(MultibodySystem([ball, post], [contact], gravity=(0.0, 0.0, 0.0)), 0.5, method=method)
-    assert res.success, res.message
+    res, t_onset, normal_speed = ball_graze(sample_tables, x0, 1e-6, method)
     assert [e["type"] for e in res.events] == ["onset", "separation"]
     onset, separation = res.events
-    half_chord = math.sqrt(4 * R * R - b * b)
-    assert onset["t"] == pytest.approx((-x0 - half_chord) / v, abs=1e-8)
-    assert onset["impact_velocity"] == pytest.approx(v * half_chord / (2 * R), rel=1e-5)
+    assert onset["t"] == pytest.approx(t_onset, abs=1e-8)
+    assert onset["impact_velocity"] == pytest.approx(normal_speed, rel=1e-5)
     assert separation["separation_velocity"] == pytest.approx(onset["impact_velocity"], rel=1e-4)
-    assert np.diff(res.t).max() > 100 * 2 * half_chord / v
+    assert separation["t"] - onset["t"] < 1e-3 < 0.1 < np.diff(res.t).max()
 
 
 @pytest.mark.parametrize("direction", [-1.0, 1.0])

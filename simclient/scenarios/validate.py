@@ -40,6 +40,10 @@ its expected value:
   hereditary integral (eq. 31, the relaxation function normalized as the reference corrects it) by
   quadrature, within 1e-6 of the peak force.
 - ``blankevoort-winkler``: the Winkler modulus of that cartilage, 4.741 N/mm^3 (reference), within 1e-4.
+- ``graze-onset``: a ball (the 333^2 table) flying at 1 m/s without gravity past a fixed ball (the
+  same table), 1 um inside their contact distance: 0.57 ms of contact inside a free-flight step of
+  about 0.2 s, whose ends see the balls apart. The onset's time against the closed form
+  ``(-x0 - sqrt(4 R^2 - b^2)) / v``, within 1e-8 s.
 """
 
 from __future__ import annotations
@@ -69,7 +73,18 @@ from simclient.contact import (
     make_law,
     winkler_modulus,
 )
-from simclient.dynamics import PlanarBody, PlanarContact, PlanarSystem, ProfileSurface, simulate
+from simclient.dynamics import (
+    Body,
+    ContactModel,
+    MultibodySystem,
+    PlanarBody,
+    PlanarContact,
+    PlanarSystem,
+    ProfileSurface,
+    SimulationResult,
+    Surface,
+    simulate,
+)
 from simclient.geometry import StorageWindow
 from simclient.errors import ParameterError
 from simclient.io import open_surface
@@ -202,6 +217,37 @@ def planar_drop(tables: Root | None, gap: float = 0.005, mass: float = 1.0) -> t
         depth = max(depth, -system.gap(contact))
     expected = float(brentq(lambda d: 0.4 * K * d**2.5 - mass * G * (gap + d), 0.0, 0.05))
     return depth, expected
+
+
+def ball_graze(tables: Root, x0: float = -0.25, depth: float = 1e-6, method: str = "DOP853-jit"
+               ) -> tuple[SimulationResult, float, float]:
+    """A ball (R = 20 mm, ``ball_333``, 0.092 kg) flying from ``x0`` (m) along +x at 1 m/s, without
+    gravity, past a fixed ball (the same table turned over, its regular bottom facing up) at the
+    origin, ``depth`` (m) inside their contact distance, Hertz (K = 5.5e9 N/m^1.5), for 0.5 s.
+    Returns the run and the closed-form time (s) and normal speed (m/s) of its onset."""
+    R, v = 0.02, 1.0
+    b = 2 * R - depth
+    ball = Body("ball", mass=0.092, inertia=np.eye(3) * 0.4 * 0.092 * R**2, position=np.array([x0, 0.0, b]),
+                velocity=np.array([v, 0.0, 0.0]))
+    post = Body("post", fixed=True)
+    t = Tables(folder=tables)
+
+    def window(role: str) -> StorageWindow:
+        return StorageWindow(t.open(role, "ball_333"), (3, 3), centre=(0.0, 0.0))
+    contact = ContactModel("graze", Surface(ball, window("ball")),
+                           Surface(post, window("post"), rotation=np.diag([1.0, -1.0, -1.0])),
+                           make_law("hertz", 5.5e9))
+    res = simulate(MultibodySystem([ball, post], [contact], gravity=(0.0, 0.0, 0.0)), 0.5, method=method)
+    if not res.success:
+        raise ParameterError(f"ball graze: {res.message}")
+    half_chord = math.sqrt(4 * R * R - b * b)  # (m) the path's half length inside the contact distance
+    return res, (-x0 - half_chord) / v, v * half_chord / (2 * R)
+
+
+def _graze(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
+    res, t_onset, _ = ball_graze(tables)
+    measured = next((e["t"] for e in res.events if e["type"] == "onset"), float(res.t[-1]))  # none: the run's end
+    return _case("graze-onset", measured, t_onset, 1e-8, False, "s")
 
 
 def _planar(kind: str) -> CaseRun:
@@ -337,6 +383,7 @@ CASES: dict[str, Case] = {
     **{f"argatov-incompressible-{row}": Case(_argatov_incompressible(row)) for row in ARGATOV_INCOMPRESSIBLE},
     "argatov-compressible": Case(_argatov_compressible, ("ef_layer", "ef_paraboloid")),
     "argatov-viscoelastic": Case(_argatov_viscoelastic), "blankevoort-winkler": Case(_blankevoort_winkler),
+    "graze-onset": Case(_graze, ("ball_333",)),
 }
 
 
