@@ -345,6 +345,28 @@ def test_a_ball_grazing_a_ball_within_one_step_is_found(sample_tables, method, x
     assert separation["t"] - onset["t"] < 1e-3 < 0.1 < np.diff(res.t).max()
 
 
+def test_the_readmes_own_model_runs_as_written(sample_tables, capsys):
+    """The README's "Your own model" block, run on the sample tables: its events are the
+    graze-onset case's (the closed-form onset) and the ball leaves deflected, at its speed."""
+    from pathlib import Path
+
+    from simclient.scenarios.validate import ball_graze
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    start = readme.index("```python", readme.index("### Your own model")) + len("```python")
+    code = readme[start:readme.index("```", start)].replace('"tables/', f'"{sample_tables}/')
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    res = namespace["res"]
+    _, t_onset, normal_speed = ball_graze(sample_tables)
+    assert [e["type"] for e in res.events] == ["onset", "separation"]
+    assert res.events[0]["t"] == pytest.approx(t_onset, abs=1e-8)
+    assert res.events[0]["impact_velocity"] == pytest.approx(normal_speed, rel=1e-5)
+    velocity = res.sol(0.4)[7:10]
+    assert np.linalg.norm(velocity) == pytest.approx(1.0, rel=1e-6) and velocity[2] > 0
+    assert "onset" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("direction", [-1.0, 1.0])
 def test_an_excursion_across_zero_inside_a_step_is_found_wherever_it_lies(direction):
     """An event function that crosses zero and comes back inside one step, V-shaped in time (a
