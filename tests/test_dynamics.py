@@ -328,10 +328,10 @@ def test_a_contact_shorter_than_a_step_is_found(sample_tables, method):
 @pytest.mark.parametrize("x0", [-0.3, -0.25, -0.1])
 def test_a_ball_grazing_a_ball_within_one_step_is_found(sample_tables, method, x0):
     """A ball (R 20 mm, the 333 x 333 table) flies at 1 m/s, without gravity, past a fixed ball
-    (the same table turned over), 1 um inside their contact distance: 0.57 ms of contact inside
-    free-flight steps of 0.16-0.27 s, the gap V-shaped in time (``simclient validate graze-onset``).
-    The contact is found at the closed-form time and normal speed, and Hertz returns the normal
-    speed at the separation. (With the step's middle sampled, the ball passed through in all nine
+    (the same table turned over), 1 um inside their contact distance: their paths overlap for 0.57
+    ms inside free-flight steps of 0.16-0.27 s, the gap V-shaped in time (``simclient validate
+    graze-onset``). The contact is found at the closed-form time and normal speed, and Hertz
+    returns the normal speed at the separation. (With the step's middle sampled, the ball passed through in all nine
     cases; with the slopes' cubic asked to come halfway to zero, in one: DOP853 at x0 = -0.25 m,
     whose probes far from contact give the gap at the window's edge, V-shaped too, but further out.)"""
     from simclient.scenarios.validate import ball_graze

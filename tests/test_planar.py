@@ -47,8 +47,8 @@ def test_pendulum_period_energy_and_drift():
 def test_a_disc_grazing_a_post_within_one_step_is_caught(x0, depth):
     """A disc (R 20 mm) flies at 1 m/s, without gravity, past a fixed post (R 50 mm), its path
     ``depth`` inside their contact distance: its gap is V-shaped in time (sqrt(b^2 + v^2 (t -
-    t_c)^2) - R_i - R_j), and in free flight the steps grow to a good part of a second, ten to a
-    thousand times the contact (23.6 ms, 0.75 ms). The contact is found inside the step that holds
+    t_c)^2) - R_i - R_j), and in free flight the steps grow to 0.3-0.7 s, ten to a thousand times
+    the time their paths overlap (23.6 ms, 0.75 ms). The contact is found inside the step that holds
     it, at the closed-form time and normal speed; the force is central and elastic (Hertz), so the
     disc leaves at the normal speed it came with and at its speed of 1 m/s, deflected away from the
     post. (Looked for at a step's middle only, it passed through the post in all six cases.)"""

@@ -41,9 +41,9 @@ its expected value:
   quadrature, within 1e-6 of the peak force.
 - ``blankevoort-winkler``: the Winkler modulus of that cartilage, 4.741 N/mm^3 (reference), within 1e-4.
 - ``graze-onset``: a ball (the 333^2 table) flying at 1 m/s without gravity past a fixed ball (the
-  same table), 1 um inside their contact distance: 0.57 ms of contact inside a free-flight step of
-  about 0.2 s, whose ends see the balls apart. The onset's time against the closed form
-  ``(-x0 - sqrt(4 R^2 - b^2)) / v``, within 1e-8 s.
+  same table), 1 um inside their contact distance: their paths overlap for 0.57 ms inside a
+  free-flight step of about 0.2 s, whose ends see the balls apart. The onset's time against the
+  closed form ``(-x0 - sqrt(4 R^2 - b^2)) / v``, within 1e-8 s.
 """
 
 from __future__ import annotations
