@@ -259,13 +259,16 @@ def _advance(fun: Callable[[float, np.ndarray], np.ndarray], t_span: tuple[float
         roots = []
         for k, ev in enumerate(events):
             slopes = None
-            if grazes[k]:
+            d: float = ev.direction  # type: ignore[attr-defined]
+            if grazes[k] and d * g[k] <= 0 > d * g_new[k]:  # both ends short of zero: look inside
                 r_old = rates[k]
                 if r_old is None:
                     r_old = _slope(ev, at, t_old, g[k], t - t_old)
                 r_new = _slope(ev, at, t, g_new[k], t_old - t)
                 rates[k] = r_new
                 slopes = (r_old, r_new)
+            else:
+                rates[k] = None  # (a crossing at the ends ends the segment; the rare other case starts afresh)
             r = _event_root(ev, at, t_old, t, g[k], g_new[k], slopes)
             if r is not None:
                 roots.append((r, k))
@@ -347,8 +350,8 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
     ``OdeSolver`` subclass. Contact onsets and separations are terminal events (see
     :mod:`simclient.dynamics._system`), found where a gap changes sign between a step's ends and,
     for contacts or separations shorter than a step, inside it (:func:`_excursion`: where the
-    cubic through the gap's values and slopes at the step's ends turns towards zero), so
-    ``max_step`` (s) serves accuracy, not detection. ``stop(t, system)`` ends the run
+    gap's slopes at the step's ends turn and it could reach zero, or the cubic through its values
+    and slopes there turns towards zero), so ``max_step`` (s) serves accuracy, not detection. ``stop(t, system)`` ends the run
     where it crosses zero from below (e.g. a flexion angle reaching its target). At every restart
     the state is projected by ``system.normalize`` (Euler parameters; a planar system's
     constraints), and ``project_every`` (s) restarts at least that often. A contact detection that
