@@ -143,7 +143,8 @@ def _error_parts(exc: BaseException) -> tuple[int, str, str]:
     if isinstance(exc, RecordOutOfRange):
         return 422, "out_of_range", str(exc)
     if isinstance(exc, (UnknownField, _BadParameter, ValueError)):
-        return 422, "invalid_parameters", str(exc).strip("'\"")
+        # a KeyError's str() is the repr of its message; the others' str() is the message
+        return 422, "invalid_parameters", str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
     if isinstance(exc, RecordCorrupt):
         log.error("record unreadable: %s", exc)
         return 503, "record_corrupt", str(exc)

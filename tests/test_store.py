@@ -71,26 +71,28 @@ def test_record_block_window(store, sample_tables):
     assert window_block(local.header, 18, 18, 3, 3) == RecordBlock(17, 20, 17, 20)
 
 
-@pytest.mark.parametrize("path, status, error", [
-    ("/v1/surfaces/nope", 404, "not_found"),
-    ("/v1/surfaces/nope/block?ri0=0&ri1=1&rj0=0&rj1=1", 404, "not_found"),
-    ("/v1/surfaces/ground/block?ri0=0&ri1=38&rj0=0&rj1=1", 422, "out_of_range"),
-    ("/v1/surfaces/ground/block?ri0=-1&ri1=1&rj0=0&rj1=1", 422, "invalid_parameters"),
-    ("/v1/surfaces/ground/block?ri0=a&ri1=1&rj0=0&rj1=1", 422, "invalid_parameters"),
-    ("/v1/surfaces/ground/block?ri0=1.5&ri1=2&rj0=0&rj1=1", 422, "invalid_parameters"),
-    ("/v1/surfaces/ground/block?ri0=2&ri1=1&rj0=0&rj1=1", 422, "out_of_range"),
-    ("/v1/surfaces/ground/block?ri0=0&ri1=37&rj0=0&rj1=37", 413, "block_too_large"),
-    ("/v1/surfaces/ground/records/37/0", 422, "out_of_range"),
-    ("/v1/surfaces/ground/records/-1/0", 422, "invalid_parameters"),
-    ("/v1/surfaces/ground/window?ri=0&rj=0&wu=0&wv=3", 422, "invalid_parameters"),
-    ("/v1/surfaces/ground/window?ri=40&rj=0&wu=3&wv=3", 422, "out_of_range"),
-    ("/v1/surfaces/ground/block?ri0=0&ri1=1&rj0=0&rj1=1&array=thickness", 422, "invalid_parameters"),
+@pytest.mark.parametrize("path, status, error, detail", [
+    ("/v1/surfaces/nope", 404, "not_found", "nope"),
+    ("/v1/surfaces/nope/block?ri0=0&ri1=1&rj0=0&rj1=1", 404, "not_found", "nope"),
+    ("/v1/surfaces/ground/block?ri0=0&ri1=38&rj0=0&rj1=1", 422, "out_of_range", "records [0, 38) x [0, 1)"),
+    ("/v1/surfaces/ground/block?ri0=-1&ri1=1&rj0=0&rj1=1", 422, "invalid_parameters", "ri0: must be >= 0, got -1"),
+    ("/v1/surfaces/ground/block?ri0=a&ri1=1&rj0=0&rj1=1", 422, "invalid_parameters", "ri0: not an integer: 'a'"),
+    ("/v1/surfaces/ground/block?ri0=1.5&ri1=2&rj0=0&rj1=1", 422, "invalid_parameters",
+     "ri0: not an integer: '1.5'"),
+    ("/v1/surfaces/ground/block?ri0=2&ri1=1&rj0=0&rj1=1", 422, "out_of_range", "records [2, 1) x [0, 1)"),
+    ("/v1/surfaces/ground/block?ri0=0&ri1=37&rj0=0&rj1=37", 413, "block_too_large", "1369 records"),
+    ("/v1/surfaces/ground/records/37/0", 422, "out_of_range", "records [37, 38) x [0, 1)"),
+    ("/v1/surfaces/ground/records/-1/0", 422, "invalid_parameters", "ri: must be >= 0, got -1"),
+    ("/v1/surfaces/ground/window?ri=0&rj=0&wu=0&wv=3", 422, "invalid_parameters", "wu: must be >= 1, got 0"),
+    ("/v1/surfaces/ground/window?ri=40&rj=0&wu=3&wv=3", 422, "out_of_range", "records [40, 41) x [0, 1)"),
+    ("/v1/surfaces/ground/block?ri0=0&ri1=1&rj0=0&rj1=1&array=thickness", 422, "invalid_parameters",
+     "thickness"),
 ])
-def test_errors(store, path, status, error):
+def test_errors(store, path, status, error, detail):
     r = httpx.get(store.url + path)
     assert r.status_code == status, r.text
     body = r.json()
-    assert body["error"] == error and body["detail"]
+    assert body["error"] == error and detail in body["detail"], body
 
 
 @pytest.mark.parametrize("path", [
