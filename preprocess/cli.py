@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import warnings
@@ -282,13 +283,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        return int(args.func(args))
+        status = int(args.func(args))
+        sys.stdout.flush()  # here, where a reader gone away is caught, not at the interpreter's exit
+        return status
     except (PreprocessError, SurfaceStoreError) as exc:
         print(f"preprocess: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("preprocess: interrupted; nothing was published", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the output's reader stopped reading (`| head`): stop quietly, as a filter does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 1
     except OSError as exc:
         print(f"preprocess: error: {exc}", file=sys.stderr)
         return 1

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 from collections.abc import Callable, Sequence
@@ -265,13 +266,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     tune_allocator()
     try:
-        return int(args.func(args))
+        status = int(args.func(args))
+        sys.stdout.flush()  # here, where a reader gone away is caught, not at the interpreter's exit
+        return status
     except SimClientError as exc:
         print(f"simclient: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("simclient: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the output's reader stopped reading (`| head`): stop quietly, as a filter does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 1
 
 
 if __name__ == "__main__":

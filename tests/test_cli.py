@@ -157,6 +157,21 @@ def test_a_missing_real_table_says_how_to_build_it(tmp_path, scenario, table, de
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", [["preprocess.cli", "inspect", "{tables}/ground.zarr"],
+                                     ["simclient.cli", "validate", "--tables", "{tables}", "hertz-indentation"]])
+def test_output_read_by_a_reader_that_went_away_ends_quietly(sample_tables, command):
+    """``... | head``: a reader that stops reading is no error to report (no traceback, no message);
+    the command stops with status 1."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first write
+    try:
+        r = subprocess.run([sys.executable, "-m", *(a.format(tables=sample_tables) for a in command)],
+                           stdout=write, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(write)
+    assert (r.returncode, r.stderr) == (1, "")
+
+
 def test_out_must_be_a_folder(sample_tables, tmp_path):
     f = tmp_path / "a-file"
     f.write_text("x")
