@@ -179,6 +179,25 @@ def test_window_update_rule_and_strips(sample_tables):
     np.testing.assert_allclose(s.point, [h.v0 + 270 * h.dv, -(h.u0 + 270 * h.du), 0], atol=1e-15)
 
 
+def test_time_to_a_windows_edge(sample_tables):
+    """How long a parameter point moving at given rates stays on the window's points: the
+    distance to the last point it holds over the rate, the nearer edge first, none at rest or
+    towards an edge that is the table's own."""
+    h = LocalSource(sample_tables / "ground.zarr").header
+    w = StorageWindow(LocalSource(sample_tables / "ground.zarr"), (3, 3), centre=(h.u0 + 18.5 * 9 * h.du,
+                                                                                h.v0 + 18.5 * 9 * h.dv))
+    assert w.block == RecordBlock(17, 20, 17, 20)  # points 153 to 179 in u and v
+    u, v = h.u0 + 160 * h.du, h.v0 + 170 * h.dv
+    assert w.time_to_edge(u, v, 2 * h.du, 0.0) == pytest.approx(19 / 2)  # to point 179 in u
+    assert w.time_to_edge(u, v, -h.du, 0.0) == pytest.approx(7.0)  # back to point 153
+    assert w.time_to_edge(u, v, h.du, h.dv) == pytest.approx(9.0)  # v's edge first
+    assert w.time_to_edge(u, v, 0.0, 0.0) == math.inf
+    w.update(h.u0 + 4.3 * h.du, h.v0 + 4.6 * h.dv)  # at the table's corner
+    assert w.block == RecordBlock(0, 3, 0, 3)
+    assert w.time_to_edge(h.u0 + 5 * h.du, h.v0, -h.du, -h.dv) == math.inf  # the table's edges
+    assert w.time_to_edge(h.u0 + 5 * h.du, h.v0, h.du, 0.0) == pytest.approx(21.0)
+
+
 def test_window_bad_input(sample_tables):
     src = LocalSource(sample_tables / "ground.zarr")
     with pytest.warns(UserWarning, match="clamped"):

@@ -15,6 +15,8 @@ is ``-(v_i(P_i) - v_j(P_j)) . normal``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.spatial import cKDTree
 
@@ -157,6 +159,7 @@ class ContactPair:
                                                                       window_j.buffer.ctypes.data, self.work.ctypes.data)
         self._address = self.ints.ctypes.data
         self._solve_warm = self.warm_kernel  # (an instance attribute: the cheapest look-up)
+        self._followed: tuple[float, np.ndarray] | None = None  # (t, parameters) of the last follow()
 
     @property
     def x(self) -> np.ndarray | None:
@@ -167,6 +170,26 @@ class ContactPair:
     @x.setter
     def x(self, value: np.ndarray | None) -> None:
         self.work[L.PAIR_X:L.PAIR_X + 4] = np.nan if value is None else value
+
+    def follow(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, t: float) -> float:
+        """Between contacts, at an accepted state of an integration (time ``t``, s; poses as for
+        :meth:`detect`): the thesis' update rule for the common normal's points, so that the
+        windows follow the bodies while no force needs them (a probe moves no window). Returns the
+        time (s) those points would take to leave a window at the rates their parameters changed
+        since the last call; inf where nothing bounds it (no earlier call, no common normal found,
+        at rest, heading for the table's own edge)."""
+        k = self.detect(R_i, c_i, R_j, c_j)
+        last, self._followed = self._followed, (t, k.params.copy()) if k.converged else None
+        if last is None or self._followed is None or not t > last[0]:
+            return math.inf
+        x = self._followed[1]
+        rate = (x - last[1]) / (t - last[0])
+        return min(self.wi.time_to_edge(x[0], x[1], rate[0], rate[1]),
+                   self.wj.time_to_edge(x[2], x[3], rate[2], rate[3]))
+
+    def forget(self) -> None:
+        """Start :meth:`follow`'s rates afresh (the contact closed, or the bodies moved apart)."""
+        self._followed = None
 
     def checkpoint(self) -> tuple[np.ndarray | None, RecordBlock | None, RecordBlock | None]:
         """The pair's warm start and its windows' placements, for :meth:`restore`."""

@@ -39,6 +39,11 @@ MAX_RETRIES = 3
 #: would fire again at once (scipy counts a zero as a crossing), switching the contact back and
 #: forth without time advancing
 EVENT_HYSTERESIS = 1e-12
+#: (s) the shortest step a bound from following the windows may ask for (a guard: a contact point
+#: at a window's edge would ask for none)
+MIN_FOLLOW_STEP = 1e-9
+#: (m) bodies whose bounding volumes are further apart than this need no windows following them
+FOLLOW_MARGIN = 1e-3
 
 
 class RK4(OdeSolver):
@@ -235,13 +240,22 @@ def _event_root(ev: Callable, sol: Callable[[float], np.ndarray], t_old: float, 
 
 
 def _advance(fun: Callable[[float, np.ndarray], np.ndarray], t_span: tuple[float, float], y0: np.ndarray,
-             solver: type[OdeSolver], events: Sequence[Callable], **options: Any) -> _Segment:
+             solver: type[OdeSolver], events: Sequence[Callable],
+             after_step: Callable[[float, np.ndarray], float] | None = None, **options: Any) -> _Segment:
     """Integrate ``y' = fun(t, y)`` over ``t_span`` by ``solver`` until the first crossing of an
     event function (each with a ``direction``, ±1), found in every step by :func:`_event_root`,
     grazes included; the step is then cut at the crossing, as ``solve_ivp`` cuts at a terminal
-    event."""
+    event. ``after_step(t, y)``, called at the start and after every step without a crossing,
+    returns the longest next step (s) on top of ``max_step`` (the solvers that read their
+    ``max_step`` at every step: scipy's Runge-Kutta methods, Radau, BDF and ``DOP853-jit``)."""
     t0, t1 = t_span
     run = solver(fun, t0, y0, t1, **options)
+    max_step = options.get("max_step", np.inf)
+
+    def bound_next(t: float, y: np.ndarray) -> None:
+        if after_step is not None:
+            run.max_step = min(max_step, max(after_step(t, y), MIN_FOLLOW_STEP))
+    bound_next(t0, y0)
     g = [ev(t0, y0) for ev in events]
     grazes = [getattr(ev, "graze", False) for ev in events]
     rates: list[float | None] = [None] * len(events)  # the graze events' slopes at the step's start
@@ -278,6 +292,8 @@ def _advance(fun: Callable[[float, np.ndarray], np.ndarray], t_span: tuple[float
             status = 1
         elif run.status == "finished":
             status = 0
+        else:
+            bound_next(t, y)
         g = g_new
         if len(ts) > 1 and t == ts[-1]:  # an event at the step's start: no new point
             continue
@@ -338,6 +354,8 @@ class System(Protocol):
 
     def relative_velocity(self, c: Any, k: Any) -> np.ndarray: ...
 
+    def surface_pose(self, s: Any) -> tuple[np.ndarray, np.ndarray]: ...
+
 
 def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "DOP853",
              rtol: float = 1e-10, atol: float = 1e-12, max_step: float = np.inf, h: float | None = None,
@@ -351,7 +369,13 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
     :mod:`simclient.dynamics._system`), found where a gap changes sign between a step's ends and,
     for contacts or separations shorter than a step, inside it (:func:`_excursion`: where the
     gap's slopes at the step's ends turn and it could reach zero, or the cubic through its values
-    and slopes there turns towards zero), so ``max_step`` (s) serves accuracy, not detection. ``stop(t, system)`` ends the run
+    and slopes there turns towards zero), so ``max_step`` (s) serves accuracy, not detection.
+    Between contacts, at every accepted step, the windows of a contact whose bodies' bounding
+    volumes are within :data:`FOLLOW_MARGIN` follow its common normal by the thesis' rule
+    (:meth:`ContactPair.follow`; the event probes move no window), and the next step is bounded to
+    half the time its contact point, at the rate its parameters moved over the last step, takes to
+    reach a window's edge, so the probes inside a step read the surfaces, not a window's edge (the
+    methods that read ``max_step`` at every step: not ``LSODA``). ``stop(t, system)`` ends the run
     where it crosses zero from below (e.g. a flexion angle reaching its target). At every restart
     the state is projected by ``system.normalize`` (Euler parameters; a planar system's
     constraints), and ``project_every`` (s) restarts at least that often. A contact detection that
@@ -422,6 +446,27 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
             c.active = True
             events.append({"t": tt, "contact": c.name, "type": "onset", "impact_velocity": c.impact_velocity})
 
+    broad_gap = getattr(system, "broad_gap", None)  # (profiles have no bounding volumes)
+    followed = [c for c in system.contacts if isinstance(getattr(c, "pair", None), ContactPair)]
+
+    def follow(tt: float, yy: np.ndarray) -> float:
+        # The windows of a contact apart follow its bodies (ContactPair.follow): the probes of its
+        # event function move none, and past a window's edge a probe sees the gap at the edge, not
+        # the surface there (a ball flying over a terrain would pass through its bumps). The next
+        # step is bounded to half the time a contact point takes to reach a window's edge, so the
+        # probes inside it stay on the windows' records.
+        bound, state_set = math.inf, False
+        for c in followed:
+            if not c.active:
+                if not state_set:
+                    system.set_state(yy)
+                    state_set = True
+                if broad_gap is None or (broad_gap(c) or 0.0) <= FOLLOW_MARGIN:
+                    bound = min(bound, c.pair.follow(*system.surface_pose(c.i), *system.surface_pose(c.j), tt))
+                    continue
+            c.pair.forget()  # (in contact, its windows follow the force's detections; or far apart)
+        return bound / 2
+
     def stop_event(tt: float, yy: np.ndarray) -> float:
         system.set_state(yy)
         assert stop is not None
@@ -443,7 +488,7 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
             t_next = t_end if project_every is None else min(t_end, t + project_every)
             saved = [p.checkpoint() for p in pairs]
             try:
-                sol = _advance(rhs, (t, t_next), y, solver, evs, **segment_options)
+                sol = _advance(rhs, (t, t_next), y, solver, evs, follow, **segment_options)
             except ContactError:
                 # a trial state far from the last accepted one (a large step into a stiff contact)
                 # can put the contact point off the tables: retry the segment with smaller steps,

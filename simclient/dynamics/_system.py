@@ -11,7 +11,8 @@ sum gravity, external loads and contact forces; the last term of ``p'`` is drift
 (``k`` = 10 /s) and ``p`` is normalised at every restart.
 
 Contacts run in two modes. Apart: a contact is only watched by an event function (its gap, or a
-cheap bounding-volume distance while the bodies are far apart), so no force is computed. When the
+cheap bounding-volume distance while the bodies are far apart), so no force is computed; its
+windows follow the bodies at every accepted step (:meth:`ContactPair.follow`). When the
 gap closes the integration stops at the onset (a terminal event, found by root finding), latches the
 indentation rate as the impact velocity ``delta_dot0`` of the dissipative laws, and continues in
 contact mode, where the right-hand side detects the contact and applies the law's
@@ -101,6 +102,7 @@ class MultibodySystem:
                 k += c.law.n_states
         self._y: np.ndarray = np.zeros(k)
         self._contact_rates: dict[int, np.ndarray] = {}  # the stateful laws' rates found by applied()
+        self._volumes: dict[int, np.ndarray | None] = {}  # each contact's bounding volumes (broad_gap)
 
     # -- state -------------------------------------------------------------------------------------
 
@@ -149,19 +151,14 @@ class MultibodySystem:
     def broad_gap(self, c: ContactModel) -> float | None:
         """A lower bound of the gap (m) from the tables' bounding volumes (a sphere around surface
         i against the box of surface j), or None if a table has no bounding box."""
-        bi, bj = c.i.bound(), c.j.bound()
-        if bi is None or bj is None:
+        if id(c) not in self._volumes:
+            self._volumes[id(c)] = _bounding_volumes(c)
+        volumes = self._volumes[id(c)]
+        if volumes is None:
             return None
         Ri, ci = self.surface_pose(c.i)
         Rj, cj = self.surface_pose(c.j)
-        # the smaller of two bounding spheres of i: around its box, or around its frame's origin
-        centre, radius = ci + Ri @ ((bi[0] + bi[1]) / 2), float(np.linalg.norm(bi[1] - bi[0])) / 2
-        rmax = c.i.window.header.rmax
-        if rmax is not None and rmax < radius:
-            centre, radius = ci, rmax
-        q = Rj.T @ (centre - cj) - (bj[0] + bj[1]) / 2
-        outside = np.maximum(np.abs(q) - (bj[1] - bj[0]) / 2, 0.0)
-        return float(np.linalg.norm(outside) - radius)
+        return _sphere_box_gap(Ri, ci, Rj, cj, volumes)
 
     def detect(self, c: ContactModel) -> Contact:
         Ri, ci = self.surface_pose(c.i)
@@ -193,8 +190,9 @@ class MultibodySystem:
 
         A probe leaves the windows in place: integrators evaluate events at trial states far
         beyond the contact onset, and following those would drag the windows ahead of the
-        bodies; if the probe's solve leaves a window, the gap at the window's edge is returned,
-        good enough for the sign an event function needs. Where the contact point has no
+        bodies (:func:`simclient.dynamics.simulate` moves them at accepted states instead, and
+        bounds its steps so that the probes stay on them); if the probe's solve leaves a window
+        all the same, the gap at the window's edge is returned. Where the contact point has no
         counterpart on the tables (it left a table) the bounding-volume distance is used, if the
         bodies are that far apart. (A bounding volume alone is not enough: a body that passed
         through a surface during a long trial step is also "far" from it.)
@@ -389,3 +387,33 @@ def _rates(y: np.ndarray, free_idx: np.ndarray, mass: np.ndarray, J: np.ndarray,
         n[2] -= w0 * h1 - w1 * h0
         for a in range(3):
             dy[k + 10 + a] = Jinv[f, a, 0] * n[0] + Jinv[f, a, 1] * n[1] + Jinv[f, a, 2] * n[2]
+
+
+def _bounding_volumes(c: ContactModel) -> np.ndarray | None:
+    """Surface i's bounding sphere (centre in its frame, m; radius, m) and surface j's bounding box
+    (centre and half-sides in its frame, m) as one array of 10, or None if a table has no box."""
+    bi, bj = c.i.bound(), c.j.bound()
+    if bi is None or bj is None:
+        return None
+    # the smaller of two bounding spheres of i: around its box, or around its frame's origin
+    centre, radius = (bi[0] + bi[1]) / 2, float(np.linalg.norm(bi[1] - bi[0])) / 2
+    rmax = c.i.window.header.rmax
+    if rmax is not None and rmax < radius:
+        centre, radius = np.zeros(3), rmax
+    return np.concatenate([centre, [radius], (bj[0] + bj[1]) / 2, (bj[1] - bj[0]) / 2])
+
+
+@jit
+def _sphere_box_gap(Ri: np.ndarray, ci: np.ndarray, Rj: np.ndarray, cj: np.ndarray, volumes: np.ndarray) -> float:
+    """The distance (m) from the sphere of ``volumes`` (:func:`_bounding_volumes`) placed by
+    ``(Ri, ci)`` to its box placed by ``(Rj, cj)``; negative (less the radius) inside it."""
+    d = np.empty(3)
+    for a in range(3):  # the sphere's centre relative to the box's frame origin, global
+        d[a] = ci[a] + Ri[a, 0] * volumes[0] + Ri[a, 1] * volumes[1] + Ri[a, 2] * volumes[2] - cj[a]
+    s = 0.0
+    for a in range(3):  # in the box's frame, from its centre; outside its half-sides
+        q = Rj[0, a] * d[0] + Rj[1, a] * d[1] + Rj[2, a] * d[2] - volumes[4 + a]
+        out = abs(q) - volumes[7 + a]
+        if out > 0.0:
+            s += out * out
+    return math.sqrt(s) - volumes[3]

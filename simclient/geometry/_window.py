@@ -21,6 +21,7 @@ the window's interpolation (``"hermite"``, the default, or the thesis' ``"biline
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -150,6 +151,24 @@ class StorageWindow:
         self._place(window_block(self.header, *self.record_of(u, v), *self.extent))
         self.updates += 1
         return True
+
+    def time_to_edge(self, u: float, v: float, rate_u: float, rate_v: float) -> float:
+        """Time (s) until the parameter point (u, v), moving at (``rate_u``, ``rate_v``) (parameter
+        units per s), leaves the points the window holds; inf if it never does (at rest, or
+        heading for an edge of the window that is the table's own: past that there is no surface
+        to follow)."""
+        h, b = self.header, self.block
+        assert b is not None
+        i0, i1, j0, j1 = h.block_points(b)
+        left = math.inf
+        for x, rate, lo, hi, at_lo, at_hi in (
+                (u, rate_u, h.u0 + i0 * h.du, h.u0 + (i1 - 1) * h.du, b.ri0 == 0, b.ri1 == h.n_rec_u),
+                (v, rate_v, h.v0 + j0 * h.dv, h.v0 + (j1 - 1) * h.dv, b.rj0 == 0, b.rj1 == h.n_rec_v)):
+            if rate > 0 and not at_hi:
+                left = min(left, max(hi - x, 0.0) / rate)
+            elif rate < 0 and not at_lo:
+                left = min(left, max(x - lo, 0.0) / -rate)
+        return left
 
     def centre_on(self, u: float, v: float, min_shift: int = 1) -> bool:
         """Re-centre on the record holding (u, v) if that moves the window by at least
