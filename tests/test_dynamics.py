@@ -462,74 +462,23 @@ def test_the_dense_output_of_a_run_in_many_segments_is_the_motion():
             res.sol(t)
 
 
-@pytest.fixture(scope="module")
-def wavy_strip(tmp_path_factory):
-    """A terrain strip along x (-0.1 to 0.3 m) and y (+-0.05 m): a cubic B-spline over control
-    points every 10 mm at heights +0.75, 0, -0.75, 0 mm in turn (waves 40 mm long; radii of
-    curvature 40 mm and more, twice the ball's, so a ball touches at one point), the one at
-    x = 0.1 m 0.5 mm higher. Sampled 2001 x 41 in records of 23 x 9 points (87 x 5 records, each
-    4.6 mm long). Returns the table and the family (the exact surface)."""
-    from preprocess.build import build_surface
-    from preprocess.families import make_family
-    from preprocess.spec import parse_surface
-
-    n, p = 41, 3
-    x = np.linspace(-0.1, 0.3, n)
-    z = np.array([0.75e-3, 0.0, -0.75e-3, 0.0] * 11)[:n]
-    z[20] += 0.5e-3
-    surface = {"degree_u": p, "degree_v": 1, "knots_v": [0, 0, 1, 1],
-               "knots_u": [0.0] * p + np.linspace(0, 1, n - p + 1).tolist() + [1.0] * p,
-               "control_points": [[[xk, y, zk] for y in (-0.05, 0.05)] for xk, zk in zip(x.tolist(), z.tolist())]}
-    out = tmp_path_factory.mktemp("terrain")
-    build_surface(parse_surface("wavy", {"family": "nurbs", **surface, "grid": [2001, 41], "record": [23, 9]}), out)
-    return out / "wavy.zarr", make_family("nurbs", surface)
-
-
 @pytest.mark.parametrize("method", ["DOP853-jit", "BDF"])
 @pytest.mark.parametrize("clearance", [-1e-6, 1e-6])
-def test_a_ball_flying_over_a_terrain_meets_only_what_it_touches(sample_tables, wavy_strip, method, clearance):
-    """A ball (R 20 mm, the 333 x 333 table) flies at 1 m/s along x, without gravity, over a
-    wavy strip, its lowest point ``clearance`` (m) above the highest crest: 1 um into it, or 1 um
-    above. It passes over eleven crests, the others 0.33 mm lower. Touching, the contact starts
-    where the exact B-spline's distance from the ball's centre is R (closed-form path, Brent's
-    root); above, nothing touches. The strip's window, 5 x 5 records, holds 23 mm of it and
-    follows the ball between contacts. (Probes that leave a window
-    give the gap at its edge; before the windows followed, both runs met the strip at 0.032 s,
-    0.33 mm above a crest, and stayed 'in contact' for 0.118 s.)"""
-    from scipy.optimize import brentq, minimize_scalar
+def test_a_ball_flying_over_a_terrain_meets_only_what_it_touches(sample_tables, method, clearance):
+    """A ball (R 20 mm, the 333 x 333 table) flies at 1 m/s along x, without gravity, over the
+    sample wavy strip (``simclient validate terrain-onset``), its lowest point ``clearance`` (m)
+    above the highest crest: 1 um into it, or 1 um above. It passes over eleven crests 0.33 mm
+    lower. Touching, the contact starts where the exact B-spline's distance from the ball's centre
+    is R (closed-form path, Brent's root); above, nothing touches. The strip's window, 5 x 5
+    records, holds 23 mm of it and follows the ball between contacts. (Probes that leave a window
+    give the gap at its edge; before the windows followed, all four runs met the strip at
+    0.046-0.048 s, over a valley, and stayed 'in contact' until the crest or to the end.)"""
+    from simclient.scenarios.validate import terrain_pass
 
-    from simclient.dynamics import Body, ContactModel, MultibodySystem, Surface, simulate
-    from simclient.geometry import StorageWindow
-    from simclient.io import open_surface
-
-    table, exact = wavy_strip
-    R, v, x0 = 0.02, 1.0, -0.05
-
-    def curve(u: float) -> np.ndarray:  # the strip's section at y = 0: (x, z) (m)
-        return exact.evaluate(np.array(u), np.array(0.5))[0][[0, 2]]
-    top = minimize_scalar(lambda u: -curve(u)[1], bounds=(0.45, 0.55), method="bounded", options={"xatol": 1e-12})
-    crest = curve(top.x)
-    height = crest[1] + R + clearance  # of the ball's centre (m)
-
-    def distance(t: float) -> float:  # from the centre to the section near the crest, less R (m)
-        c = np.array([x0 + v * t, height])
-        near = minimize_scalar(lambda u: float(np.linalg.norm(curve(u) - c)), bounds=(0.45, 0.55), method="bounded",
-                               options={"xatol": 1e-12})
-        return near.fun - R
-
-    ball = Body("ball", mass=0.092, inertia=np.eye(3) * 0.4 * 0.092 * R**2, position=np.array([x0, 0.0, height]),
-                velocity=np.array([v, 0.0, 0.0]))
-    ground = Body("ground", fixed=True)
-    strip = StorageWindow(open_surface(table), (5, 5), centre=((x0 + 0.1) / 0.4, 0.5))
-    contact = ContactModel("ball-strip", Surface(ball, StorageWindow(open_surface(sample_tables / "ball_333.zarr"),
-                                                                     (3, 3), centre=(0.0, 0.0))),
-                           Surface(ground, strip), make_law("hertz", 5.5e9))
-    res = simulate(MultibodySystem([ball, ground], [contact], gravity=(0.0, 0.0, 0.0)), 0.3, method=method)
-    assert res.success, res.message
+    res, t_onset, strip = terrain_pass(sample_tables, clearance, method)
     if clearance > 0:
-        assert res.events == []
+        assert t_onset is None and res.events == []
     else:
-        t_onset = brentq(distance, (crest[0] - x0) / v - 0.01, (crest[0] - x0) / v, xtol=1e-12)
         assert [e["type"] for e in res.events] == ["onset", "separation"]
         assert res.events[0]["t"] == pytest.approx(t_onset, abs=1e-7)
     # the window followed the ball over 0.3 m of strip: a re-centring every two records of 4.6 mm

@@ -44,6 +44,10 @@ its expected value:
   same table), 1 um inside their contact distance: their paths overlap for 0.57 ms inside a
   free-flight step of about 0.2 s, whose ends see the balls apart. The onset's time against the
   closed form ``(-x0 - sqrt(4 R^2 - b^2)) / v``, within 1e-8 s.
+- ``terrain-onset``: the same ball flying at 1 m/s over a wavy strip (``wavy_strip``), 1 um into
+  its highest crest and above eleven others 0.33 mm lower, its windows following it between
+  contacts: the first onset's time against where the exact B-spline comes to R from the ball's
+  centre (Brent's method on the distance), within 1e-7 s.
 """
 
 from __future__ import annotations
@@ -244,6 +248,60 @@ def ball_graze(tables: Root, x0: float = -0.25, depth: float = 1e-6, method: str
     return res, (-x0 - half_chord) / v, v * half_chord / (2 * R)
 
 
+def terrain_pass(tables: Root, clearance: float = -1e-6, method: str = "DOP853-jit"
+                 ) -> tuple[SimulationResult, float | None, StorageWindow]:
+    """A ball (R = 20 mm, ``ball_333``, 0.092 kg) flying along +x at 1 m/s, without gravity, for
+    0.3 s from x = -0.05 m over the sample ``wavy_strip`` (``sample_surfaces/terrain.toml``), its
+    lowest point ``clearance`` (m) above the strip's highest crest (negative: into it), past
+    eleven lower crests, Hertz (K = 5.5e9 N/m^1.5); the strip's window, 5 x 5 records (23 mm of
+    it), starts under the ball. Returns the run, the onset's time (s) where the exact B-spline's
+    distance from the ball's centre comes to R (None if it never does: a positive clearance) and
+    the strip's window."""
+    from scipy.optimize import minimize_scalar
+
+    from simclient.scenarios._tables import sample_spec
+
+    R, v, x0 = 0.02, 1.0, -0.05
+    exact = sample_spec("terrain.toml", "wavy_strip").family
+
+    def section(u: float) -> np.ndarray:  # the strip's section at y = 0 (v = 0.5): (x, z) (m)
+        return exact.evaluate(np.array(u), np.array(0.5))[0][[0, 2]]
+
+    def nearest(f: Callable[[float], float]) -> Any:  # around the high crest, near u = 19
+        return minimize_scalar(f, bounds=(17.0, 21.0), method="bounded", options={"xatol": 1e-12})
+    crest = section(nearest(lambda u: -section(u)[1]).x)
+    height = crest[1] + R + clearance  # of the ball's centre (m)
+
+    def distance(t: float) -> float:  # from the ball's centre to the section, less R (m)
+        centre = np.array([x0 + v * t, height])
+        return float(nearest(lambda u: float(np.linalg.norm(section(u) - centre))).fun) - R
+    t_crest = (crest[0] - x0) / v
+    t_onset = brentq(distance, t_crest - 0.01, t_crest, xtol=1e-13) if distance(t_crest) < 0 else None
+
+    t = Tables(folder=tables)
+    ball = Body("ball", mass=0.092, inertia=np.eye(3) * 0.4 * 0.092 * R**2, position=np.array([x0, 0.0, height]),
+                velocity=np.array([v, 0.0, 0.0]))
+    ground = Body("ground", fixed=True)
+    strip = StorageWindow(t.open("strip", "wavy_strip"), (5, 5),
+                          centre=(brentq(lambda u: section(u)[0] - x0, 0.0, 38.0), 0.5))
+    contact = ContactModel("ball-strip", Surface(ball, StorageWindow(t.open("ball", "ball_333"), (3, 3),
+                                                                     centre=(0.0, 0.0))),
+                           Surface(ground, strip), make_law("hertz", 5.5e9))
+    res = simulate(MultibodySystem([ball, ground], [contact], gravity=(0.0, 0.0, 0.0)), 0.3, method=method)
+    if not res.success:
+        raise ParameterError(f"terrain pass: {res.message}")
+    return res, t_onset, strip
+
+
+def _terrain(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
+    res, t_onset, _ = terrain_pass(tables)
+    assert t_onset is not None  # (the default clearance is into the crest)
+    onsets = [e["t"] for e in res.events if e["type"] == "onset"]
+    # a wrong onset elsewhere on the strip, or none, is measured as the first onset or the run's end
+    measured = onsets[0] if onsets else float(res.t[-1])
+    return _case("terrain-onset", measured, t_onset, 1e-7, False, "s")
+
+
 def _graze(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
     res, t_onset, _ = ball_graze(tables)
     measured = next((e["t"] for e in res.events if e["type"] == "onset"), float(res.t[-1]))  # none: the run's end
@@ -384,6 +442,7 @@ CASES: dict[str, Case] = {
     "argatov-compressible": Case(_argatov_compressible, ("ef_layer", "ef_paraboloid")),
     "argatov-viscoelastic": Case(_argatov_viscoelastic), "blankevoort-winkler": Case(_blankevoort_winkler),
     "graze-onset": Case(_graze, ("ball_333",)),
+    "terrain-onset": Case(_terrain, ("ball_333", "wavy_strip")),
 }
 
 
