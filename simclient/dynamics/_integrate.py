@@ -42,7 +42,8 @@ EVENT_HYSTERESIS = 1e-12
 #: (s) the shortest step a bound from following the windows may ask for (a guard: a contact point
 #: at a window's edge would ask for none)
 MIN_FOLLOW_STEP = 1e-9
-#: (m) bodies whose bounding volumes are further apart than this need no windows following them
+#: (m) contacts whose bodies' bounding volumes are further apart than this are not followed: their
+#: steps end before the volumes can come within half of it (conservative advancement)
 FOLLOW_MARGIN = 1e-3
 
 
@@ -370,12 +371,14 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
     for contacts or separations shorter than a step, inside it (:func:`_excursion`: where the
     gap's slopes at the step's ends turn and it could reach zero, or the cubic through its values
     and slopes there turns towards zero), so ``max_step`` (s) serves accuracy, not detection.
-    Between contacts, at every accepted step, the windows of a contact whose bodies' bounding
-    volumes are within :data:`FOLLOW_MARGIN` follow its common normal by the thesis' rule
-    (:meth:`ContactPair.follow`; the event probes move no window), and the next step is bounded to
-    half the time its contact point, at the rate its parameters moved over the last step, takes to
-    reach a window's edge, so the probes inside a step read the surfaces, not a window's edge (the
-    methods that read ``max_step`` at every step: not ``LSODA``). ``stop(t, system)`` ends the run
+    Between contacts, at every accepted step, the windows of each contact follow its common normal
+    by the thesis' rule (:meth:`ContactPair.follow`; the event probes move no window), and the next
+    step is bounded to half the time its contact point, at the rate its parameters moved over the
+    last step, takes to reach a window's edge, so the probes inside a step read the surfaces, not a
+    window's edge. A contact whose bodies' bounding volumes are more than :data:`FOLLOW_MARGIN`
+    apart is not followed; the next step ends before they can come within half of it at their
+    speeds (:meth:`MultibodySystem.approach_speed`). (Both bounds hold for the methods that read
+    ``max_step`` at every step: not ``LSODA``.) ``stop(t, system)`` ends the run
     where it crosses zero from below (e.g. a flexion angle reaching its target). At every restart
     the state is projected by ``system.normalize`` (Euler parameters; a planar system's
     constraints), and ``project_every`` (s) restarts at least that often. A contact detection that
@@ -446,26 +449,31 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
             c.active = True
             events.append({"t": tt, "contact": c.name, "type": "onset", "impact_velocity": c.impact_velocity})
 
-    broad_gap = getattr(system, "broad_gap", None)  # (profiles have no bounding volumes)
     followed = [c for c in system.contacts if isinstance(getattr(c, "pair", None), ContactPair)]
+    broad_gap = getattr(system, "broad_gap", None)  # (profiles have no bounding volumes: always followed)
 
     def follow(tt: float, yy: np.ndarray) -> float:
         # The windows of a contact apart follow its bodies (ContactPair.follow): the probes of its
         # event function move none, and past a window's edge a probe sees the gap at the edge, not
         # the surface there (a ball flying over a terrain would pass through its bumps). The next
         # step is bounded to half the time a contact point takes to reach a window's edge, so the
-        # probes inside it stay on the windows' records.
-        bound, state_set = math.inf, False
+        # probes inside it stay on the windows' records. Bodies far apart are not followed (no
+        # records fetched for them); their step ends before they can come near.
+        limit = math.inf
+        if any(not c.active for c in followed):
+            system.set_state(yy)
         for c in followed:
-            if not c.active:
-                if not state_set:
-                    system.set_state(yy)
-                    state_set = True
-                if broad_gap is None or (broad_gap(c) or 0.0) <= FOLLOW_MARGIN:
-                    bound = min(bound, c.pair.follow(*system.surface_pose(c.i), *system.surface_pose(c.j), tt))
-                    continue
-            c.pair.forget()  # (in contact, its windows follow the force's detections; or far apart)
-        return bound / 2
+            if c.active:
+                c.pair.forget()  # (in contact, its windows follow the force's detections)
+                continue
+            gap = broad_gap(c) if broad_gap is not None else None
+            if gap is not None and gap > FOLLOW_MARGIN:
+                c.pair.forget()
+                speed = system.approach_speed(c)  # type: ignore[attr-defined]  # (a MultibodySystem)
+                limit = min(limit, (gap - FOLLOW_MARGIN / 2) / speed if speed > 0 else math.inf)
+            else:
+                limit = min(limit, c.pair.follow(*system.surface_pose(c.i), *system.surface_pose(c.j), tt) / 2)
+        return limit
 
     def stop_event(tt: float, yy: np.ndarray) -> float:
         system.set_state(yy)

@@ -160,6 +160,20 @@ class MultibodySystem:
         Rj, cj = self.surface_pose(c.j)
         return _sphere_box_gap(Ri, ci, Rj, cj, volumes)
 
+    def approach_speed(self, c: ContactModel) -> float:
+        """An upper bound of the rate (m/s) at which :meth:`broad_gap` can shrink: the speed of
+        surface i's bounding sphere's centre plus that of the fastest point of surface j's box (its
+        body's speed, and its spin times the box's farthest point's distance from the body's
+        origin); inf if a table has no bounding box."""
+        self.broad_gap(c)  # (which finds the volumes)
+        volumes = self._volumes[id(c)]
+        if volumes is None:
+            return math.inf
+        Ri, ci = self.surface_pose(c.i)
+        Rj, cj = self.surface_pose(c.j)
+        ki, kj = self._bidx[id(c.i.body)], self._bidx[id(c.j.body)]
+        return float(_approach_speed(Ri, ci, Rj, cj, volumes, self._r, self._v, self._w, ki, kj))
+
     def detect(self, c: ContactModel) -> Contact:
         Ri, ci = self.surface_pose(c.i)
         Rj, cj = self.surface_pose(c.j)
@@ -417,3 +431,18 @@ def _sphere_box_gap(Ri: np.ndarray, ci: np.ndarray, Rj: np.ndarray, cj: np.ndarr
         if out > 0.0:
             s += out * out
     return math.sqrt(s) - volumes[3]
+
+
+@jit
+def _approach_speed(Ri: np.ndarray, ci: np.ndarray, Rj: np.ndarray, cj: np.ndarray, volumes: np.ndarray,
+                    r: np.ndarray, v: np.ndarray, w: np.ndarray, ki: int, kj: int) -> float:
+    """:meth:`MultibodySystem.approach_speed` for the volumes of :func:`_bounding_volumes` placed by
+    the surface poses, bodies ``ki`` and ``kj`` moving at ``v`` (m/s) and spinning at ``w``
+    (rad/s, global) about their origins ``r`` (m)."""
+    P, B = np.empty(3), np.empty(3)
+    for a in range(3):  # the sphere's centre and the box's centre, global
+        P[a] = ci[a] + Ri[a, 0] * volumes[0] + Ri[a, 1] * volumes[1] + Ri[a, 2] * volumes[2]
+        B[a] = cj[a] + Rj[a, 0] * volumes[4] + Rj[a, 1] * volumes[5] + Rj[a, 2] * volumes[6]
+    speed_i = np.linalg.norm(point_velocity(v[ki], w[ki], r[ki], P))
+    reach = np.linalg.norm(B - r[kj]) + np.linalg.norm(volumes[7:10])
+    return float(speed_i + np.linalg.norm(v[kj]) + np.linalg.norm(w[kj]) * reach)
