@@ -151,22 +151,25 @@ class MultibodySystem:
     def broad_gap(self, c: ContactModel) -> float | None:
         """A lower bound of the gap (m) from the tables' bounding volumes (a sphere around surface
         i against the box of surface j), or None if a table has no bounding box."""
-        if id(c) not in self._volumes:
-            self._volumes[id(c)] = _bounding_volumes(c)
-        volumes = self._volumes[id(c)]
+        volumes = self._volumes_of(c)
         if volumes is None:
             return None
         Ri, ci = self.surface_pose(c.i)
         Rj, cj = self.surface_pose(c.j)
         return _sphere_box_gap(Ri, ci, Rj, cj, volumes)
 
+    def _volumes_of(self, c: ContactModel) -> np.ndarray | None:
+        """Contact ``c``'s bounding volumes (:func:`_bounding_volumes`), found once."""
+        if id(c) not in self._volumes:
+            self._volumes[id(c)] = _bounding_volumes(c)
+        return self._volumes[id(c)]
+
     def approach_speed(self, c: ContactModel) -> float:
         """An upper bound of the rate (m/s) at which :meth:`broad_gap` can shrink: the speed of
         surface i's bounding sphere's centre plus that of the fastest point of surface j's box (its
         body's speed, and its spin times the box's farthest point's distance from the body's
         origin); inf if a table has no bounding box."""
-        self.broad_gap(c)  # (which finds the volumes)
-        volumes = self._volumes[id(c)]
+        volumes = self._volumes_of(c)
         if volumes is None:
             return math.inf
         Ri, ci = self.surface_pose(c.i)
