@@ -223,6 +223,23 @@ def planar_drop(tables: Root | None, gap: float = 0.005, mass: float = 1.0) -> t
     return depth, expected
 
 
+def _flying_ball(t: Tables, position: np.ndarray, other: Surface, name: str, t_end: float, method: str,
+                 gravity: float = 0.0) -> SimulationResult:
+    """The sample ball (R = 20 mm, ``ball_333``, 0.092 kg; its lowest point the middle of a 3 x 3
+    window) starting at ``position`` (m) at 1 m/s along +x against ``other`` (a surface on a fixed
+    body), Hertz (K = 5.5e9 N/m^1.5), with ``gravity`` (m/s^2, along -z), for ``t_end`` (s);
+    :class:`ParameterError` if the run fails."""
+    R = 0.02
+    ball = Body("ball", mass=0.092, inertia=np.eye(3) * 0.4 * 0.092 * R**2, position=position,
+                velocity=np.array([1.0, 0.0, 0.0]))
+    contact = ContactModel(name, Surface(ball, StorageWindow(t.open("ball", "ball_333"), (3, 3), centre=(0.0, 0.0))),
+                           other, make_law("hertz", 5.5e9))
+    res = simulate(MultibodySystem([ball, other.body], [contact], gravity=(0.0, 0.0, -gravity)), t_end, method=method)
+    if not res.success:
+        raise ParameterError(f"{name}: {res.message}")
+    return res
+
+
 def ball_graze(tables: Root, x0: float = -0.25, depth: float = 1e-6, method: str = "DOP853-jit"
                ) -> tuple[SimulationResult, float, float]:
     """A ball (R = 20 mm, ``ball_333``, 0.092 kg) flying from ``x0`` (m) along +x at 1 m/s, without
@@ -231,19 +248,10 @@ def ball_graze(tables: Root, x0: float = -0.25, depth: float = 1e-6, method: str
     Returns the run and the closed-form time (s) and normal speed (m/s) of its onset."""
     R, v = 0.02, 1.0
     b = 2 * R - depth
-    ball = Body("ball", mass=0.092, inertia=np.eye(3) * 0.4 * 0.092 * R**2, position=np.array([x0, 0.0, b]),
-                velocity=np.array([v, 0.0, 0.0]))
-    post = Body("post", fixed=True)
     t = Tables(folder=tables)
-
-    def window(role: str) -> StorageWindow:
-        return StorageWindow(t.open(role, "ball_333"), (3, 3), centre=(0.0, 0.0))
-    contact = ContactModel("graze", Surface(ball, window("ball")),
-                           Surface(post, window("post"), rotation=np.diag([1.0, -1.0, -1.0])),
-                           make_law("hertz", 5.5e9))
-    res = simulate(MultibodySystem([ball, post], [contact], gravity=(0.0, 0.0, 0.0)), 0.5, method=method)
-    if not res.success:
-        raise ParameterError(f"ball graze: {res.message}")
+    post = Surface(Body("post", fixed=True), StorageWindow(t.open("post", "ball_333"), (3, 3), centre=(0.0, 0.0)),
+                   rotation=np.diag([1.0, -1.0, -1.0]))
+    res = _flying_ball(t, np.array([x0, 0.0, b]), post, "graze", 0.5, method)
     half_chord = math.sqrt(4 * R * R - b * b)  # (m) the path's half length inside the contact distance
     return res, (-x0 - half_chord) / v, v * half_chord / (2 * R)
 
@@ -279,17 +287,10 @@ def terrain_pass(tables: Root, clearance: float = -1e-6, method: str = "DOP853-j
     t_onset = brentq(distance, t_crest - 0.01, t_crest, xtol=1e-13) if not gravity and distance(t_crest) < 0 else None
 
     t = Tables(folder=tables)
-    ball = Body("ball", mass=0.092, inertia=np.eye(3) * 0.4 * 0.092 * R**2, position=np.array([x0, 0.0, height]),
-                velocity=np.array([v, 0.0, 0.0]))
-    ground = Body("ground", fixed=True)
     strip = StorageWindow(t.open("strip", "wavy_strip"), (5, 5),
                           centre=(brentq(lambda u: section(u)[0] - x0, 0.0, 38.0), 0.5))
-    contact = ContactModel("ball-strip", Surface(ball, StorageWindow(t.open("ball", "ball_333"), (3, 3),
-                                                                     centre=(0.0, 0.0))),
-                           Surface(ground, strip), make_law("hertz", 5.5e9))
-    res = simulate(MultibodySystem([ball, ground], [contact], gravity=(0.0, 0.0, -gravity)), t_end, method=method)
-    if not res.success:
-        raise ParameterError(f"terrain pass: {res.message}")
+    res = _flying_ball(t, np.array([x0, 0.0, height]), Surface(Body("ground", fixed=True), strip), "ball-strip",
+                       t_end, method, gravity)
     return res, t_onset, strip
 
 
