@@ -66,7 +66,7 @@ def run_study(study: Study, tables: Tables, *, out: Path | None = None, workers:
     and return the JSON summary and the ``(label, summary)`` pairs."""
     if workers is not None and workers < 1:
         raise ParameterError(f"study {study.name}: workers must be at least 1, got {workers}")
-    n = min(workers or os.cpu_count() or 1, len(study.cases))
+    n = max(1, min(workers or os.cpu_count() or 1, len(study.cases)))
     labels = [label for label, _ in study.cases]
     if n == 1:
         results = [_run_case(study.scenario, p, tables) for _, p in study.cases]
