@@ -11,7 +11,8 @@
     ├── RecordOutOfRange         (also IndexError)         record indices outside the record grid
     ├── UnknownField             (also KeyError)           no per-point array of that name
     ├── BlockTooLarge            (also ValueError)         more records than a configured limit
-    └── StorageUnavailable       (also OSError)            object storage slow or failing (transient)
+    ├── StorageUnavailable       (also OSError)            object storage slow or failing (transient)
+    └── InsufficientSpace        (also OSError)            a table that does not fit where it is written
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "BlockTooLarge",
     "UnknownField",
     "StorageUnavailable",
+    "InsufficientSpace",
 ]
 
 
@@ -79,3 +81,8 @@ class UnknownField(SurfaceStoreError, KeyError):
 class StorageUnavailable(SurfaceStoreError, OSError):
     """Object storage that does not answer, or fails, within its timeout and retries (transient:
     the store answers 503 ``storage_unavailable`` and clients retry)."""
+
+
+class InsufficientSpace(SurfaceStoreError, OSError):
+    """A table that does not fit in the free space of the file system it is written to (found
+    before writing an uncompressed table, or when the disk fills); nothing is published."""

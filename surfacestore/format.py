@@ -31,6 +31,7 @@ This module imports nothing from the web side of the package.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
@@ -53,6 +54,7 @@ import google_crc32c
 import numpy as np
 
 from surfacestore.errors import (
+    InsufficientSpace,
     InvalidTableName,
     RecordCorrupt,
     RecordOutOfRange,
@@ -794,9 +796,17 @@ class TableWriter:
                 self._error = exc
 
     def _put(self, item: Any) -> None:
-        if self._error is not None:
-            raise self._error
+        self._raise_error()
         self._queue.put(item)
+
+    def _raise_error(self) -> None:
+        """Raise what the background writer met, a full disk as :class:`InsufficientSpace`."""
+        exc = self._error
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise InsufficientSpace(f"{self.location}: the disk filled while the table was written ({exc.strerror}); "
+                                    f"nothing was published") from exc
+        if exc is not None:
+            raise exc
 
     def _stop(self) -> None:
         if self._thread.is_alive():
@@ -892,8 +902,7 @@ class TableWriter:
         if self._next != (h.n_rec_u, 0):
             raise ValueError(f"table incomplete: next record to write is {self._next}")
         self._stop()
-        if self._error is not None:
-            raise self._error
+        self._raise_error()
         self.header = replace(h, digest=self._digest.hexdigest(),
                               bbox=(tuple(self._lo.tolist()), tuple(self._hi.tolist())), rmax=self._rmax,
                               created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
@@ -1013,7 +1022,26 @@ def create_table(path: str | os.PathLike[str], *, u_npts: int, v_npts: int, u_pt
                     normal_sign=normal_sign, extras=tuple(extras))
     if not remote:
         Path(location).parent.mkdir(parents=True, exist_ok=True)
+    _check_space(location, Path(tempfile.gettempdir()) if remote else Path(location).parent, header)
     return TableWriter(location, header, overwrite)
+
+
+def _check_space(location: str, folder: Path, h: Header) -> None:
+    """Refuse an uncompressed table larger than the free space under ``folder`` (where it is written,
+    or staged for object storage) before writing anything, rather than fill the disk and fail. A
+    compressed table's size is not known beforehand: a disk filling while it is written is reported
+    then (:class:`InsufficientSpace` too)."""
+    if h.codec != "none":
+        return
+    n_rec = h.n_rec_u * h.n_rec_v
+    n_shards = h.n_rec_u * -(-h.n_rec_v // h.shard_records) if h.shard_records else 0
+    point_bytes = h.u_pts * h.v_pts * 8  # (one value per point: an extra field's record)
+    need = sum(n_rec * (point_bytes * width + 4) + n_shards * (16 * h.shard_records + 4)
+               for width in (NFIELDS, *(1 for _ in h.extras)))
+    free = shutil.disk_usage(folder).free
+    if need > free:
+        raise InsufficientSpace(f"{location}: the table ({h.u_npts} x {h.v_npts} points) needs {need / 1e9:.3g} GB, "
+                                f"and {folder} has {free / 1e9:.3g} GB free")
 
 
 # -- verification ---------------------------------------------------------------------------------

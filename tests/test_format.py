@@ -220,6 +220,40 @@ def test_failed_build_leaves_nothing(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_table_larger_than_the_free_space_is_refused_before_writing(tmp_path):
+    # 10^7 x 10^7 points, uncompressed: 11 PB, more than any disk here; its size is known beforehand
+    spec = tmp_path / "huge.toml"
+    spec.write_text('[surfaces.huge]\nfamily = "plane"\nu_range = [0, 1]\nv_range = [0, 1]\n'
+                    'grid = [10000000, 10000000]\nrecord = [100, 100]\n')
+    r = subprocess.run([sys.executable, "-m", "preprocess.cli", "build", str(spec), "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "huge.zarr: the table (10000000 x 10000000 points) needs 1.12e+07 GB" in r.stderr, r.stderr
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_disk_filling_during_a_build_is_named_and_keeps_the_old_table(tmp_path, monkeypatch):
+    from surfacestore.errors import InsufficientSpace
+
+    old = _build(tmp_path)
+    writes = {"n": 0}
+    real = os.writev
+
+    def filling(fd, views):
+        writes["n"] += 1
+        if writes["n"] == 2:
+            raise OSError(28, "No space left on device")
+        return real(fd, views)
+
+    monkeypatch.setattr(fmt.os, "writev", filling)
+    with pytest.raises(InsufficientSpace, match=r"s.zarr: the disk filled while the table was written \(No space"):
+        build_surface(parse_surface("s", {**SPHERE, "radius": 0.03, "grid": [40, 50], "record": [9, 7]}), tmp_path,
+                      overwrite=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.zarr"]  # no temporary folder left
+    assert open_table(tmp_path / "s.zarr").header.digest == old.header.digest
+    assert verify_table(tmp_path / "s.zarr").ok
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_cli_build_leaves_no_table(tmp_path, sig):
     spec = tmp_path / "big.toml"
