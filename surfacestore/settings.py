@@ -47,8 +47,10 @@ class Settings:
     timeout_keep_alive: float = 5.0
 
     def __post_init__(self) -> None:
-        for key in ("port", "workers", "max_block_records", "limit_concurrency"):
-            if getattr(self, key) < (0 if key == "port" else 1):
+        if not 1 <= self.port <= 65535:
+            raise ValueError(f"port must be 1 to 65535, got {self.port}")
+        for key in ("workers", "max_block_records", "limit_concurrency"):
+            if getattr(self, key) < 1:
                 raise ValueError(f"{key} must be positive, got {getattr(self, key)}")
         for key in ("cache_mb", "max_block_mb", "max_header_kb", "header_timeout", "timeout_keep_alive"):
             value = getattr(self, key)

@@ -306,6 +306,14 @@ def test_f9_no_machine_paths_and_ranges(store, sample_tables):
     assert head.status_code == 200 and int(head.headers["content-length"]) == size and head.content == b""
 
 
+@pytest.mark.parametrize("port", ["0", "65536", "99999", "-1"])
+def test_f9_a_port_outside_1_to_65535_is_refused(tmp_path, port):
+    # (99999 would otherwise be bound as 99999 mod 65536 while the log names 99999)
+    r = subprocess.run([sys.executable, "-m", "surfacestore.cli", "serve", "--root", str(tmp_path), "--port", port],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and f"port must be 1 to 65535, got {port}" in r.stderr, r.stderr
+
+
 def test_f9_token_from_the_environment_and_a_warning_for_the_argument(tmp_path):
     _build(tmp_path, "s")
     env = {**os.environ, "SURFACESTORE_TOKEN": "s3cret"}
