@@ -53,14 +53,28 @@ def write_grid(path: str | os.PathLike[str], xyz: np.ndarray, point_data: Mappin
     if "Normals" in (point_data or {}):
         grid.GetPointData().SetActiveNormals("Normals")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # written beside, then renamed: a write that fails (a full disk) leaves an earlier file whole
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        open(tmp, "wb").close()  # (VTK would say only that it failed, at length, on stderr)
+    except OSError as exc:
+        raise PreprocessError(f"{path}: cannot write there ({exc.strerror}: {exc.filename})") from None
     writer = vtk.vtkXMLStructuredGridWriter()
-    writer.SetFileName(str(path))
+    writer.SetFileName(str(tmp))
     writer.SetInputData(grid)
     writer.SetDataModeToAppended()
     writer.SetCompressorTypeToZLib()
-    if not writer.Write():
-        raise PreprocessError(f"{path}: VTK could not write the file")
+    shown = vtk.vtkObject.GetGlobalWarningDisplay()
+    vtk.vtkObject.GlobalWarningDisplayOff()  # its failure is reported here, in one line
+    try:
+        ok = writer.Write() and writer.GetErrorCode() == 0
+    finally:
+        vtk.vtkObject.SetGlobalWarningDisplay(shown)
+    if not ok:
+        tmp.unlink(missing_ok=True)
+        raise PreprocessError(f"{path}: VTK could not write the file (a full disk?); nothing was written")
+    os.replace(tmp, path)
     return path
 
 

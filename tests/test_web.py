@@ -81,6 +81,30 @@ def test_export_table_reads_back(tmp_path, sample_tables, capsys):
     assert ".vts" in capsys.readouterr().err
 
 
+def test_an_export_that_fails_says_why_in_one_line_and_keeps_the_earlier_file(tmp_path, capfd, monkeypatch):
+    import vtk
+
+    plate = _plate(tmp_path)
+    (tmp_path / "file").write_text("x")
+    assert preprocess_main(["export", str(plate), "--out", str(tmp_path / "file" / "plate.vts")]) == 1
+    assert capfd.readouterr().err == f"preprocess: error: {tmp_path / 'file' / 'plate.vts'}: cannot write there " \
+                                     f"(File exists: {tmp_path / 'file'})\n"
+    # VTK failing to write (here: pointed at a folder that is not there, as a full disk fails it)
+    earlier = tmp_path / "plate.vts"
+    earlier.write_text("an earlier export")
+
+    class Failing(vtk.vtkXMLStructuredGridWriter):
+        def SetFileName(self, name):
+            super().SetFileName(str(tmp_path / "gone" / "plate.vts"))
+
+    monkeypatch.setattr(vtk, "vtkXMLStructuredGridWriter", Failing)
+    assert preprocess_main(["export", str(plate), "--out", str(earlier)]) == 1
+    err = capfd.readouterr().err
+    assert err == f"preprocess: error: {earlier}: VTK could not write the file (a full disk?); nothing was written\n"
+    assert earlier.read_text() == "an earlier export"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "plate.vts", "plate.zarr"]
+
+
 def test_bouncing_ball_series(sample_tables, tmp_path):
     """``simclient run bouncing-ball --out``: a .pvd over the ball's and the ground's window records;
     every frame's ball points lie on the ball (radius 20 mm about its centre at that time)."""
