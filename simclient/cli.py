@@ -130,8 +130,7 @@ def _sweep(args: argparse.Namespace) -> int:
         args.tables.resolve() if isinstance(args.tables, Path) else args.tables), token=args.token)
     if args.store is None:
         cls = get_scenario(spec.scenario)
-        names = sorted({t for p in spec.runs() for t in cls().table_names(cls.Params(**{
-            k: tuple(v) if isinstance(v, list) else v for k, v in p.items()})).values()})
+        names = sorted({t for p in spec.runs() for t in cls().table_names(cls.params(p)).values()})
         _ensure_tables(args.tables, names, quiet=args.json)
     with cluster(args.scheduler) as client, tqdm(total=len(spec.runs()), desc=f"sweep {spec.scenario}", unit="run",
                                                 disable=args.json or not sys.stderr.isatty()) as bar:
@@ -185,11 +184,19 @@ def _table_root(value: str) -> str | Path:
     return value.rstrip("/") if value.startswith("s3://") else Path(value)
 
 
+def _store_url(value: str) -> str:
+    """``--store``: one http(s) base URL, or several comma-separated (replicas)."""
+    bad = [b for b in value.split(",") if not b.strip().startswith(("http://", "https://"))]
+    if bad or not value.strip():
+        raise argparse.ArgumentTypeError(f"a store is an http:// or https:// base URL (http://host:port), got {value!r}")
+    return value
+
+
 def _add_where(parser: argparse.ArgumentParser) -> None:
     """The options that say where the tables are: a store (and its token) or a folder."""
     where = parser.add_argument_group("where the tables are")
     src = where.add_mutually_exclusive_group()
-    src.add_argument("--store", help="base URL of a surface store (http://host:port; replicas: comma-separated)")
+    src.add_argument("--store", type=_store_url, help="base URL of a surface store (http://host:port; replicas: comma-separated)")
     src.add_argument("--tables", type=_table_root, default=Path("tables"),
                      help="folder (or s3://BUCKET/PREFIX) of NAME.zarr tables; missing sample tables are built "
                           "there (default: tables)")

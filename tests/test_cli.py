@@ -145,6 +145,13 @@ def test_bad_settings_are_a_clear_error(sample_tables, args, status, message):
     assert message in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("store", ["127.0.0.1:8000", "ftp://host", "http://a:8000,b:8000", ""])
+def test_a_store_that_is_not_an_http_url_is_a_usage_error(store):
+    # (one without its scheme was read as a folder: "no surface table at 127.0.0.1:8000/v1/surfaces/ball")
+    r = simclient("run", "bouncing-ball", "--store", store)
+    assert r.returncode == 2 and f"a store is an http:// or https:// base URL (http://host:port), got {store!r}" in r.stderr
+
+
 @pytest.mark.parametrize("scenario, table, definition", [("natural-knee", "natural_tibial_cartilage", "natural_knee"),
                                                           ("artificial-knee", "tibial_insert", "grand_challenge_dm")])
 def test_a_missing_real_table_says_how_to_build_it(tmp_path, scenario, table, definition):

@@ -52,6 +52,16 @@ def test_bouncing_ball_fixed_step_and_bilinear(sample_tables):
     assert s["energy_drift"] < 5e-3  # onset located only to the 1e-5 s step
 
 
+def test_a_ball_rolling_off_the_ground_fails_saying_when(sample_tables):
+    # the sample ground ends at x = 0.1 m (its v range): past it the common normal leaves the table
+    s = _run(sample_tables, t_end=1.0)
+    t_last = s.artifacts["result"].t[-1]
+    x_last = -0.03 + 0.15 * t_last  # (x0 + vx t: nothing acts along x)
+    assert s["status"] == "failed" and "left table j" in s["message"]
+    assert s["message"].endswith(f"in the step from t = {t_last:.6g} s"), s["message"]
+    assert 0.09 < x_last < 0.1, x_last
+
+
 def test_wider_ground_window_does_not_move(sample_tables):
     s = _run(sample_tables, window_ground=(3, 23))
     assert s["impacts"] == 4 and s["windows"]["ground"]["updates"] == 0

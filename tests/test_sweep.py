@@ -105,6 +105,14 @@ def test_failed_runs_are_reported(sample_tables, tmp_path):
     ('scenario = "bouncing-ball"\n[sample]\nn = 2\nK = {gamma = [1, 2]}', "unknown distribution"),
     ('scenario = "bouncing-ball"\n[extras]\nx = 1', "unknown section"),
     ('scenario = "bouncing-ball"\n[grid\nlaw = 1', "cannot read"),
+    # each value is checked as its command-line option checks it, before anything runs
+    ('scenario = "bouncing-ball"\n[grid]\nvx = [0.1, "fast"]', "vx must be a finite number, got 'fast'"),
+    ('scenario = "bouncing-ball"\n[grid]\nvx = [nan]', "vx must be a finite number, got nan"),
+    ('scenario = "bouncing-ball"\n[fixed]\nlaw = 3', "law must be a name, got 3"),
+    ('scenario = "bouncing-ball"\n[grid]\nwindow_ball = [[3, 3], [2.5, 3]]', "window extent must look like 3x9"),
+    ('scenario = "bouncing-ball"\n[grid]\nwindow_ball = ["3x3", "0x3"]', "at least 1"),
+    ('scenario = "bouncing-ball"\n[sample]\nlaw = {uniform = [0, 1]}', "law must be a name, got 0."),
+    ('scenario = "knee2d"\n[grid]\ncr = [0.5, true]', "cr must be a finite number, got True"),
 ])
 def test_bad_specifications(tmp_path, text, words):
     p = tmp_path / "s.toml"

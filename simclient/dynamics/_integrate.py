@@ -528,8 +528,10 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
                     switch(system.contacts[k], t, y)
             if progress is not None:
                 progress(t)
-    except (SimulationError, ContactError) as exc:
+    except SimulationError as exc:
         status, message = -1, str(exc)
+    except ContactError as exc:  # (found in the step after the last state reached, or at the start)
+        status, message = -1, f"{exc}, in the step from t = {t:.6g} s"
     return SimulationResult(status=status, message=message, t=np.concatenate(ts), y=np.concatenate(ys, axis=1),
                             nfev=nfev, steps=steps, events=events, segments=segments,
                             wall_s=time.perf_counter() - t0)

@@ -265,13 +265,53 @@ class Scenario(ABC):
 
     @classmethod
     def params_from_args(cls, args: argparse.Namespace) -> Any:
-        values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls.Params) if "help" in f.metadata}
-        return check_choices(cls.Params(**values), cls.name)
+        return cls.params({f.name: getattr(args, f.name) for f in dataclasses.fields(cls.Params) if "help" in f.metadata})
+
+    @classmethod
+    def params(cls, values: dict[str, Any]) -> Any:
+        """``Params`` from plain values (the command line's, or a sweep's TOML values), each checked
+        as its option checks it: a number must be a finite number, a switch a boolean, a name one
+        of its choices, an extent ``[W, H]`` or ``"WxH"``; :class:`ParameterError` naming the
+        parameter otherwise."""
+        fields = {f.name: f for f in dataclasses.fields(cls.Params) if "help" in f.metadata}
+        unknown = sorted(set(values) - set(fields))
+        if unknown:
+            raise ParameterError(f"{cls.name}: unknown parameter(s) {unknown}; choose from {', '.join(sorted(fields))}")
+        return check_choices(cls.Params(**{k: _checked(cls.name, fields[k], v) for k, v in values.items()}), cls.name)
 
     @classmethod
     def tables_from_args(cls, args: argparse.Namespace) -> Tables:
         overrides = {role: getattr(args, f"table_{role}") for role in cls.tables if getattr(args, f"table_{role}")}
         return Tables(store=args.store, folder=args.tables, token=args.token, overrides=overrides)
+
+
+def _checked(scenario: str, f: dataclasses.Field[Any], value: Any) -> Any:
+    """``value`` for the :func:`param` field ``f``, of the field's kind (see :meth:`Scenario.params`)."""
+    parse = f.metadata["parse"]
+    kind: type = type(f.default)
+    if value is None and f.default is None:  # (an optional parameter left out)
+        return None
+    try:
+        if isinstance(value, (list, tuple)) and parse is extent:
+            value = "x".join(str(v) for v in value)
+        if isinstance(value, str) and parse is not None:
+            return parse(value)
+    except argparse.ArgumentTypeError as exc:
+        raise ParameterError(f"{scenario}: {f.name}: {exc}") from None
+    if kind is bool:
+        ok = isinstance(value, bool)
+    elif kind in (int, float) or parse is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and (
+            kind is not int or isinstance(value, int))
+        if ok and kind is float:
+            value = float(value)
+    else:
+        ok = isinstance(value, kind)
+    if not ok:
+        want = {bool: "true or false", int: "a whole number", float: "a finite number", str: "a name"}.get(
+            kind, "a finite number" if parse is float else kind.__name__)
+        raise ParameterError(f"{scenario}: {f.name} must be {want}, got {value!r}")
+    return value
 
 
 def _show(value: Any) -> str:

@@ -186,9 +186,11 @@ class BouncingBall(Scenario, name="bouncing-ball", params=BallParams, tables={"b
 
     def report(self, summary: Summary) -> str:
         a = summary["analytic"]
+        times = ", ".join(f"{t:.4f}" for t in summary["impact_times_s"])
+        depths = ", ".join(f"{d * 1e6:.3f}" for d in summary["max_indentation_m"])
         lines = [f"bouncing-ball ({summary['law']}, {summary['method']}, {summary['interpolation']}): "
-                 f"{summary['impacts']} impacts at {', '.join(f'{t:.4f}' for t in summary['impact_times_s'])} s",
-                 f"  max indentation {', '.join(f'{d * 1e6:.3f}' for d in summary['max_indentation_m'])} um "
+                 f"{summary['impacts']} impacts" + (f" at {times} s" if times else ""),
+                 f"  max indentation {f'{depths} um' if depths else 'none'} "
                  f"(Hertz closed form {a['max_indentation'] * 1e6:.3f} um)",
                  f"  energy drift {summary['energy_drift']:.2e}; {summary['steps']} steps, "
                  f"{summary['rhs_evaluations']} rhs evaluations, {summary['wall_s']:.3f} s wall"]

@@ -329,7 +329,7 @@ class Knee2D(Scenario, name="knee2d", params=Knee2DParams,
 
     def report(self, summary: Summary) -> str:
         periods = "; ".join(f"{c['start_flexion_deg']:.1f} -> {c['end_flexion_deg']:.1f} deg"
-                            for c in summary["contact_periods"])
+                            for c in summary["contact_periods"]) or "none"
         lig = ", ".join(f"{k} {v:.0f} N" for k, v in summary["max_ligament_force_N"].items())
         return "\n".join([
             f"knee2d ({summary['geometry']}, {summary['law']}, {summary['material']}, A = {summary['amplitude_N']:g} N): "

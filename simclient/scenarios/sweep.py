@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from simclient.errors import ParameterError
-from simclient.scenarios._base import Tables, check_choices, get_scenario
+from simclient.scenarios._base import Tables, get_scenario
 
 __all__ = ["SweepSpec", "load_sweep", "run_sweep", "cluster"]
 
@@ -124,17 +124,11 @@ def load_sweep(path: str | Path) -> SweepSpec:
     keys = raw.get("output", {}).get("keys")
     spec = SweepSpec(raw["scenario"], fixed, grid, n, seed, sample, keys)
     for params in spec.runs()[:1] + [{**fixed, **dict(zip(grid, v))} for v in itertools.product(*grid.values())]:
-        _params(cls, params)  # every grid point's values are checked before anything runs
+        try:  # every grid point's values are checked before anything runs
+            cls.params(params)
+        except ParameterError as exc:
+            raise ParameterError(f"sweep {path}: {exc}") from None
     return spec
-
-
-def _params(cls: Any, params: dict[str, Any]) -> Any:
-    """The scenario's parameters from plain values (lists become tuples, as the dataclasses expect)."""
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
-    try:
-        return check_choices(cls.Params(**values), cls.name)
-    except TypeError as exc:
-        raise ParameterError(f"{cls.name}: {exc}") from None
 
 
 def _scalars(values: dict[str, Any], keys: list[str] | None) -> dict[str, Any]:
@@ -154,7 +148,7 @@ def run_one(scenario: str, params: dict[str, Any], tables: Tables, keys: list[st
     """One sweep task (in a worker): the run's scalar summary, or its error."""
     cls = get_scenario(scenario)
     try:
-        summary = cls().run(_params(cls, params), tables)
+        summary = cls().run(cls.params(params), tables)
     except Exception as exc:  # a failed run is a row of the sweep, not a failed sweep
         return {"error": f"{type(exc).__name__}: {exc}"}
     out = _scalars(summary.values, keys)
