@@ -117,6 +117,20 @@ def build_surface(spec: SurfaceSpec, out_dir: str | Path, *, overwrite: bool = F
         return writer.commit()
 
 
+def _check_plot_path(path: Path, what: str) -> None:
+    """:class:`PreprocessError` when a plot cannot be saved at ``path`` (a format matplotlib does not
+    write, a folder that cannot be made); the folder is made."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if path.suffix[1:].lower() not in formats:
+        raise PreprocessError(f"{what} {path}: not a plot format; use one of {', '.join('.' + f for f in formats)}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PreprocessError(f"{what} {path}: cannot make its folder ({exc.strerror}: {exc.filename})") from None
+
+
 def fit_to_table(input_path: str | Path, out: str | Path, *, overwrite: bool = False,
                  residual_map: str | Path | None = None, **options: Any) -> tuple[Any, dict[str, Any]]:
     """Fit ``input_path`` and build the table ``out`` (a ``NAME.zarr`` path); return (table, report).
@@ -126,6 +140,8 @@ def fit_to_table(input_path: str | Path, out: str | Path, *, overwrite: bool = F
     name = leaf[:-5] if leaf.endswith(".zarr") else leaf
     from preprocess.fit import fit_spec, save_residual_map  # (here: its libraries take 0.3 s to load)
 
+    if residual_map is not None:
+        _check_plot_path(Path(residual_map), "residual map")  # before the fit, not after it
     d = {"input": str(input_path), **{k: v for k, v in options.items() if v is not None}}
     spec, report, fit = fit_spec(name, d)
     table = build_surface(spec, os.path.dirname(out.rstrip("/")) or ".", overwrite=overwrite)

@@ -41,8 +41,7 @@ def _run(args: argparse.Namespace) -> int:
     scenario = args.scenario_class()
     params = scenario.params_from_args(args)
     tables = scenario.tables_from_args(args)
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise SimClientError(f"--out {args.out}: exists and is not a folder")
+    _make_out(args.out)
     if args.store is None:
         # the sample tables this scenario reads by default, built when missing from --tables
         names = [t for role, t in scenario.table_names(params).items() if role not in tables.overrides]
@@ -51,6 +50,19 @@ def _run(args: argparse.Namespace) -> int:
     summary.values["peak_rss_MB"] = _peak_rss_mb()
     print(summary.to_json() if args.json else scenario.report(summary))
     return 0 if summary.ok else 1
+
+
+def _make_out(out: Path | None) -> None:
+    """Make the ``--out`` folder before the run, so a folder that cannot be made is said at once,
+    not after the run with its results lost."""
+    if out is None:
+        return
+    if out.exists() and not out.is_dir():
+        raise SimClientError(f"--out {out}: exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SimClientError(f"--out {out}: cannot make this folder ({exc.strerror}: {exc.filename})") from None
 
 
 def _ensure_tables(root: str | Path, names: list[str], quiet: bool) -> None:
@@ -97,8 +109,7 @@ def _study(args: argparse.Namespace) -> int:
 
     study = get_study(args.study)
     cls = get_scenario(study.scenario)
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise SimClientError(f"--out {args.out}: exists and is not a folder")
+    _make_out(args.out)
     tables = Tables(store=args.store, folder=args.tables, token=args.token)
     if args.store is None:
         names = sorted({t for _, p in study.cases for t in cls().table_names(cls.Params(**p)).values()})
@@ -124,8 +135,7 @@ def _sweep(args: argparse.Namespace) -> int:
     from simclient.scenarios.sweep import cluster, load_sweep, run_sweep
 
     spec = load_sweep(args.spec)
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise SimClientError(f"--out {args.out}: exists and is not a folder")
+    _make_out(args.out)
     tables = Tables(store=args.store, folder=None if args.store else str(
         args.tables.resolve() if isinstance(args.tables, Path) else args.tables), token=args.token)
     if args.store is None:
@@ -152,6 +162,7 @@ def _bench(args: argparse.Namespace) -> int:
     from simclient.bench.windows import plot
     from simclient.scenarios import ensure_sample_tables
 
+    _make_out(getattr(args, "out", None))
     ensure_sample_tables(args.tables)
     say = _say(args.json)
     names = [n for n, b in BENCHES.items() if b.in_all] if args.bench == "all" else [args.bench]

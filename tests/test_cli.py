@@ -184,6 +184,11 @@ def test_out_must_be_a_folder(sample_tables, tmp_path):
     f.write_text("x")
     r = simclient("run", "bouncing-ball", "--tables", str(sample_tables), "--t-end", "0.01", "--out", str(f))
     assert r.returncode == 1 and "not a folder" in r.stderr and f.read_text() == "x"
+    # a folder that cannot be made is said before the run (it was a traceback after it, the results lost)
+    for command in (["run", "bouncing-ball", "--t-end", "0.01"], ["study", "knee2d-laws"]):
+        r = simclient(*command, "--tables", str(sample_tables), "--out", str(f / "sub"))
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr == f"simclient: error: --out {f / 'sub'}: cannot make this folder (Not a directory: {f / 'sub'})\n"
 
 
 def test_clearing_the_kernel_cache_finds_it_under_NUMBA_CACHE_DIR(tmp_path):

@@ -329,6 +329,14 @@ def test_bad_inputs(tmp_path):
     r = subprocess.run([sys.executable, "-m", "preprocess.cli", "fit", str(nan), "--out", str(out)],
                        capture_output=True, text=True)
     assert r.returncode == 1 and "nan.xyz" in r.stderr and not out.exists()
+    # a residual map that cannot be saved is said before the fit (it failed after the table was built)
+    good = _write_xyz(tmp_path / "good.xyz", np.column_stack([rng.uniform(0, 0.01, (400, 2)), np.zeros(400)]))
+    for where, why in ((tmp_path / "empty.xyz" / "map.png", "cannot make its folder (File exists"),
+                       (tmp_path / "map.xyz", "not a plot format; use one of")):
+        r = subprocess.run([sys.executable, "-m", "preprocess.cli", "fit", str(good), "--out", str(out),
+                            "--residual-map", str(where)], capture_output=True, text=True)
+        assert r.returncode == 1 and f"residual map {where}: {why}" in r.stderr, r.stderr
+        assert not out.exists()
 
 
 DM = SHARED_DATA / "grand-challenge-dm"
