@@ -11,6 +11,7 @@ import pytest
 from conftest import run_cli
 
 from simclient.contact import Layer, compressible_law
+from simclient.errors import ContactError
 from simclient.io import open_surface
 from simclient.scenarios.blankevoort import BUNDLES, SIDES, BlankevoortKnee, BlankevoortParams
 
@@ -87,6 +88,21 @@ def test_rigid_contacts_close_their_gaps(tables):
         for side, (depth, _, normal) in knee.rigid_contacts(q, state["active"]).items():
             assert abs(depth) < 1e-9 and normal[2] > 0.99
             assert state["forces"][side] > 0
+
+
+def test_a_path_past_the_surfaces_ends_failed_naming_the_flexion(tables):
+    # Far past the paper's 100 deg the femoral surface runs out: a central difference there stepped
+    # off the tables and a Newton step of NaN reached the contact search, a traceback
+    r = _run(tables, "--contact", "rigid", "--flexion-max-deg", "180", "--json")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    s = json.loads(r.stdout)
+    assert s["status"] == "failed" and s["message"].endswith("no equilibrium at flexion 160 deg (residual inf)")
+    for path in ("internal", "external"):  # solved up to there, then the path stops
+        rows = [(x["flexion_deg"], x["converged"]) for x in s["envelope"] if x["path"] == path]
+        assert rows == [(float(f), f < 160) for f in range(0, 161, 5)]
+    with pytest.raises(ContactError, match="a pose that is not finite"):
+        _knee(tables, "rigid").pairs["medial"].detect(np.full((3, 3), np.nan), np.zeros(3), np.eye(3), np.zeros(3),
+                                                      strict=True)
 
 
 @pytest.mark.parametrize("args, needle", [(["--E=-5e6"], "E must be positive"),

@@ -142,6 +142,15 @@ def test_a_tibial_table_without_thickness_is_an_error(tables):
     assert r.returncode == 1 and "no 'thickness' field" in r.stderr
 
 
+def test_no_equilibrium_is_a_failure_of_the_natural_knee(tables):
+    # one element a compartment cannot carry the load where it must: said as the natural knee's
+    # failure (it was named the artificial knee's, whose solver it shares)
+    r = _run(tables, "--grid", "1x1", "--json")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    s = json.loads(r.stdout)
+    assert s["status"] == "failed" and s["message"].startswith("natural knee: no equilibrium at flexion 30.00 deg")
+
+
 @pytest.mark.parametrize("option, value, message", [("--medial-radius", "-0.05", "medial_radius must be positive"),
                                                     ("--medial-share", "1.5", "medial_share must lie in [0, 1]"),
                                                     ("--clearance-exponent", "1", "clearance_exponent must lie in [2, 16]")])

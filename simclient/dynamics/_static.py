@@ -123,6 +123,8 @@ def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.n
             it += 1
             continue
         dx = np.linalg.lstsq(J, -f, rcond=None)[0]
+        if not np.isfinite(dx).all():  # a difference stepped off fun's domain (where it is not finite)
+            return NewtonResult(x, f, it + 1, False, last)
         dx = _shortened(dx, max_step)
         merit = float(np.sum((f / tol) ** 2))
         lam = 1.0

@@ -201,6 +201,7 @@ class ImplantKnee:
     centres: dict[str, float] = field(init=False)
     jacobian: np.ndarray | None = field(init=False, default=None)  # the last equilibrium's, d(Q)/d(si, ml, vv)
     tol_rel: ClassVar[float] = TOL_REL  # the equilibrium tolerance, relative to the load (see TOL_REL)
+    label: ClassVar[str] = "artificial knee"  # (what its errors are about)
 
     def __post_init__(self) -> None:
         p = self.params
@@ -326,7 +327,7 @@ class ImplantKnee:
             if worst < best[0]:
                 best = (worst, y)
         if best[0] > ACCEPT_REL / self.tol_rel:
-            raise SimulationError(f"artificial knee: no equilibrium at flexion {math.degrees(flexion):.2f} deg, IE "
+            raise SimulationError(f"{self.label}: no equilibrium at flexion {math.degrees(flexion):.2f} deg, IE "
                                   f"{math.degrees(ie):.2f} deg, AP {ap * 1e3:.2f} mm, load {load:.1f} N: Newton "
                                   f"stopped {best[0] * self.tol_rel:.2%} of the load out of balance (accepted: "
                                   f"{ACCEPT_REL:.1%})")
@@ -380,14 +381,14 @@ class ImplantKnee:
         while force(hi) > 0:  # up in 0.5 mm steps, then bisect
             lo, hi = hi, hi + 0.0005
             if hi > 0.02:
-                raise SimulationError(f"artificial knee: no contact-free height below 20 mm at flexion "
+                raise SimulationError(f"{self.label}: no contact-free height below 20 mm at flexion "
                                       f"{math.degrees(flexion):.1f} deg")
         if lo == 0.0:
             lo = -0.005
             while force(lo) == 0.0:  # down until contact
                 lo -= 0.0005
                 if lo < -0.02:
-                    raise SimulationError(f"artificial knee: the components do not meet at flexion "
+                    raise SimulationError(f"{self.label}: the components do not meet at flexion "
                                           f"{math.degrees(flexion):.1f} deg")
         while hi - lo > 1e-6:
             mid = 0.5 * (lo + hi)

@@ -137,6 +137,7 @@ class NaturalKnee(ImplantKnee):
     #: artificial knee's 5e-4): in equilibrium to 1e-6 of the load, so that the large/small-strain
     #: ratios compared with Table 3 are not blurred by the solver's tolerance
     tol_rel: ClassVar[float] = 1e-6
+    label: ClassVar[str] = "natural knee"
 
     def __post_init__(self) -> None:
         h = self.insert.header
