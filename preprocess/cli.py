@@ -33,7 +33,13 @@ def _progress_bar(total: int, desc: str, quiet: bool) -> Any:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    specs = [s for f in args.spec for s in load_spec(f)]
+    specs, where = [], {}
+    for f in args.spec:
+        for s in load_spec(f):
+            if s.name in where:  # (found before anything is built, not at the second table)
+                raise PreprocessError(f"{f}: surface {s.name!r} is defined in {where[s.name]} too")
+            specs.append(s)
+            where[s.name] = f
     if args.only:
         missing = set(args.only) - {s.name for s in specs}
         if missing:

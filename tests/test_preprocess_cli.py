@@ -117,6 +117,13 @@ def test_existing_output_cli(tmp_path):
     r = run("build", str(spec), "--out", str(tmp_path))
     assert r.returncode == 1 and "exists" in r.stderr and "--overwrite" in r.stderr
     assert run("build", str(spec), "--out", str(tmp_path), "--overwrite").returncode == 0
+    # one name in two definitions: said before anything is built (the first was built, then refused)
+    other = tmp_path / "other.toml"
+    other.write_text(spec.read_text().replace("[surfaces.p]", "[surfaces.q]\nfamily = \"plane\"\nu_range = [0, 1]\n"
+                                              "v_range = [0, 1]\ngrid = [5, 5]\nrecord = [5, 5]\n[surfaces.p]"))
+    r = run("build", str(other), str(spec), "--out", str(tmp_path / "two"))
+    assert r.returncode == 1 and f"{spec}: surface 'p' is defined in {other} too" in r.stderr, r.stderr
+    assert not (tmp_path / "two").exists()
 
 
 def test_missing_spec_and_table(tmp_path):
