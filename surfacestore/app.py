@@ -101,7 +101,7 @@ class ErrorBody(BaseModel):
 
 
 class _Unauthorized(Exception):
-    pass
+    """No bearer token (``str``: what the store requires), or one that is not the store's."""
 
 
 class _BadParameter(Exception):
@@ -133,7 +133,7 @@ def parse_index(raw: str | None, name: str, minimum: int = 0) -> int:
 def _error_parts(exc: BaseException) -> tuple[int, str, str]:
     """HTTP status, error code and detail for an exception (DESIGN's JSON errors)."""
     if isinstance(exc, _Unauthorized):
-        return 401, "unauthorized", "this store requires 'Authorization: Bearer <token>'"
+        return 401, "unauthorized", str(exc)
     if isinstance(exc, (TableNotFound, InvalidTableName)):
         return 404, "not_found", str(exc)
     if isinstance(exc, BlockTooLarge):
@@ -193,7 +193,9 @@ class _Store:
             return
         scheme, _, token = (authorization or "").partition(" ")
         if not (hmac.compare_digest(token.encode(errors="replace"), self.token) and scheme.lower() == "bearer"):
-            raise _Unauthorized()
+            # (a token given but refused is said so: "requires a token" misled a client that sent one)
+            raise _Unauthorized("this store requires 'Authorization: Bearer <token>'" if authorization is None else
+                                 "the bearer token was refused")
 
     def large(self) -> asyncio.Semaphore:
         if self._large is None:  # created on the serving loop

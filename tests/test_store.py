@@ -130,7 +130,9 @@ def test_token(tmp_path):
         for path in ["/v1/surfaces", "/v1/surfaces/s", "/v1/surfaces/s/records/0/0", "/zarr/s/zarr.json"]:
             r = httpx.get(s.url + path)
             assert r.status_code == 401 and r.json()["error"] == "unauthorized"
-            assert httpx.get(s.url + path, headers={"Authorization": "Bearer wrong"}).status_code == 401
+            assert r.json()["detail"] == "this store requires 'Authorization: Bearer <token>'"
+            r = httpx.get(s.url + path, headers={"Authorization": "Bearer wrong"})
+            assert r.status_code == 401 and r.json()["detail"] == "the bearer token was refused"
             assert httpx.get(s.url + path, headers={"Authorization": "Bearer s3cret"}).status_code == 200
         with pytest.raises(SourceRequestError, match="401"):
             HttpSource(s.url + "/v1/surfaces/s", retries=0)
