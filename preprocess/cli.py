@@ -33,7 +33,8 @@ def _progress_bar(total: int, desc: str, quiet: bool) -> Any:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    specs, where = [], {}
+    specs: list[Any] = []
+    where: dict[str, Path] = {}  # name -> its definition file
     for f in args.spec:
         for s in load_spec(f):
             if s.name in where:  # (found before anything is built, not at the second table)

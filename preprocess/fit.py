@@ -138,7 +138,12 @@ def load_data(path: str | Path, units: str = "m", crop: Sequence[str] = (),
         else:
             import trimesh
 
-            mesh: Any = trimesh.load(path, force="mesh")  # a Trimesh (loosely typed by the library)
+            # unprocessed first: processing drops vertices that are not finite without a word
+            mesh: Any = trimesh.load(path, force="mesh", process=False)  # a Trimesh (loosely typed by the library)
+            bad = int((~np.isfinite(np.asarray(mesh.vertices))).any(axis=1).sum())
+            if bad:
+                raise FitError(f"{path}: non-finite coordinates ({bad} of {len(mesh.vertices)} vertices)")
+            mesh.process()  # (as trimesh.load does by default: duplicate vertices merged)
             if crop and len(mesh.faces):
                 mesh = mesh.submesh([np.flatnonzero(keep(mesh.triangles_center))], append=True)
             if keep_faces is not None and len(mesh.faces):
@@ -150,13 +155,18 @@ def load_data(path: str | Path, units: str = "m", crop: Sequence[str] = (),
                 mean_normal = (mesh.face_normals * area[:, None]).sum(axis=0) / max(area.sum(), 1e-300)
                 normals = np.asarray(mesh.vertex_normals, dtype=np.float64)
                 footprint = np.concatenate([pts, mesh.triangles_center]) * UNITS[units]
+    except FitError:
+        raise
     except Exception as exc:  # readers raise assorted errors for unreadable files
         raise FitError(f"{path}: cannot read ({exc})") from None
     if pts.ndim != 2 or pts.shape[0] == 0 or pts.shape[1] != 3:
         raise FitError(f"{path}: no points" + (f" satisfy the crop {', '.join(crop)}" if crop else "")
-                       + (" face the parametrization's outward side within max_tilt_deg" if keep_faces else ""))
+                       + (" face the parametrization's outward side within max_tilt_deg" if keep_faces else "")
+                       + ("" if crop or keep_faces else " (an empty, truncated or unreadable file)"))
     if not np.isfinite(pts).all():
         raise FitError(f"{path}: non-finite coordinates ({int((~np.isfinite(pts)).any(axis=1).sum())} points)")
+    if len(pts) < 3:  # (a mesh of degenerate triangles merges to fewer)
+        raise FitError(f"{path}: {len(pts)} point(s) (a mesh's merged); a surface needs at least 3")
     pts = pts * UNITS[units]
     extent = float(np.ptp(pts, axis=0).max())
     if extent > 1.0:

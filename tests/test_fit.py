@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -305,6 +306,19 @@ def test_bad_inputs(tmp_path):
     nan.write_text("0 0 0\n1 nan 0\n0 1 0\n")
     with pytest.raises(FitError, match="non-finite"):
         load_data(nan)
+    # broken meshes: a vertex that is not finite (processing dropped it silently: "too few points: 2"),
+    # triangles all collapsed to one point, a binary STL cut short, text that is no STL
+    (tmp_path / "nan.stl").write_text("solid x\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 nan\n"
+                                      "vertex 0 1 0\nendloop\nendfacet\nendsolid x\n")
+    (tmp_path / "point.stl").write_bytes(b"\0" * 80 + (50).to_bytes(4, "little") + bytes(50 * 50))
+    (tmp_path / "short.stl").write_bytes(b"\0" * 80 + (100).to_bytes(4, "little") + bytes(2 * 50))
+    (tmp_path / "text.stl").write_text("hello\n")
+    for name, message in (("nan", "non-finite coordinates (1 of 3 vertices)"),
+                          ("point", "1 point(s) (a mesh's merged); a surface needs at least 3"),
+                          ("short", "no points (an empty, truncated or unreadable file)"),
+                          ("text", "no points (an empty, truncated or unreadable file)")):
+        with pytest.raises(FitError, match=re.escape(f"{name}.stl: {message}")):
+            load_data(tmp_path / f"{name}.stl")
     line = np.column_stack([np.linspace(0, 1, 50)] * 3) * 0.01
     with pytest.raises(FitError, match="collinear"):
         PlanarParametrization.fit(line)

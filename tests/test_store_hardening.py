@@ -226,7 +226,7 @@ def test_f7_preprocess_bad_inputs(tmp_path):
     one = tmp_path / "one.xyz"
     one.write_text("0 0 0\n")
     for args, message in ((["build", str(bad), "--out", str(tmp_path / "t")], "not UTF-8"),
-                          (["fit", str(one), "--out", str(tmp_path / "t" / "o.zarr")], "too few points")):
+                          (["fit", str(one), "--out", str(tmp_path / "t" / "o.zarr")], "one.xyz: 1 point(s)")):
         r = subprocess.run([sys.executable, "-m", "preprocess.cli", *args], capture_output=True, text=True)
         assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
 
