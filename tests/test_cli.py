@@ -122,6 +122,8 @@ def test_double_layer_law_runs(sample_tables):
     (["--law", "flores", "--cr", "1.5"], 1, "coefficient of restitution"),
     (["--window-ball", "3by3"], 2, "window extent"),
     (["--mass", "-1"], 1, "mass"),
+    (["--gap", "0"], 1, "gap must be positive and finite (m), got 0.0"),  # (was a ZeroDivisionError)
+    (["--radius", "0.03"], 1, "radius 0.03 m, but the ball table ball is 0.02 m from its centre at most"),
     (["--ball", "nope"], 1, "nope"),
 ])
 def test_bad_input_is_a_clear_error(sample_tables, args, status, message):

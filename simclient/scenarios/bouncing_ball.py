@@ -73,7 +73,8 @@ class BallParams:
     prefetch: bool = param(False, "prefetch the strips the next window move will need")
 
     def __post_init__(self) -> None:
-        check_positive(self, "bouncing-ball", "mass", "radius", "t_end", "K", "rtol", "atol", "h")
+        # (a drop: from a gap; the closed forms divide by the impact speed sqrt(2 g gap))
+        check_positive(self, "bouncing-ball", "mass", "radius", "gap", "t_end", "K", "rtol", "atol", "h")
 
     def force_law(self) -> ForceLaw:
         if self.law == "double-layer":
@@ -115,6 +116,10 @@ def bouncing_ball(ball: str | Source, ground: str | Source, params: BallParams =
     if in_memory:
         src_ball, src_ground = MemorySource.load(src_ball), MemorySource.load(src_ground)
     hb, hg = src_ball.header, src_ground.header
+    if hb.rmax is not None and abs(hb.rmax - p.radius) > 1e-3 * p.radius:
+        # the radius places the ball and sets its inertia; the table is the ball that touches
+        raise ParameterError(f"bouncing-ball: radius {p.radius:g} m, but the ball table {src_ball.name} is "
+                             f"{hb.rmax:.6g} m from its centre at most (use --radius {hb.rmax:.6g})")
     # first windows centred on the expected contact points: the ball's lowest point (u = v = 0 of
     # the sample ball) and the ground under the ball's start (the ground maps (u, v) -> (v, -u))
     w_ball = StorageWindow(src_ball, p.window_ball, p.interpolation,
