@@ -100,7 +100,7 @@ def test_a_path_past_the_surfaces_ends_failed_naming_the_flexion(tables):
     for path in ("internal", "external"):  # solved up to there, then the path stops
         rows = [(x["flexion_deg"], x["converged"]) for x in s["envelope"] if x["path"] == path]
         assert rows == [(float(f), f < 160) for f in range(0, 161, 5)]
-    with pytest.raises(ContactError, match="a pose that is not finite"):
+    with pytest.raises(ContactError, match="poses that put the surfaces' points at non-finite"):
         _knee(tables, "rigid").pairs["medial"].detect(np.full((3, 3), np.nan), np.zeros(3), np.eye(3), np.zeros(3),
                                                       strict=True)
 

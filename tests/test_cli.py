@@ -138,6 +138,17 @@ def test_bad_input_is_a_clear_error(sample_tables, args, status, message):
     (["run", "artificial-knee", "--grid", "0x5"], 2, "sides must be at least 1"),
     (["run", "artificial-knee", "--pressure-grid", "50x0"], 2, "sides must be at least 1"),
     (["study", "knee2d-laws", "--workers", "0"], 2, "must be at least 1"),
+    # values that passed the checks and met a traceback or ran for ever (each found by trying
+    # 0, -1, 1e300 and 1e-300 for every number of every scenario)
+    (["run", "knee3d", "--E", "0"], 1, "a material needs 0 < E < inf (Pa) and -1 < nu < 0.5, got E = 0.0"),
+    (["run", "knee3d", "--nu", "1e300"], 1, "a material needs 0 < E < inf (Pa) and -1 < nu < 0.5"),
+    (["run", "knee3d", "--max-step", "1e-300"], 1, "max_step must be at least a 10^-9th of the run"),
+    (["run", "bouncing-ball", "--gap", "1e300"], 1, "non-finite coordinates or distances (c_i = [-0.03, 0.0, 1e+300] m"),
+    (["run", "bouncing-ball", "--relax-ratio", "1e-300"], 1, "rho = E_inf / E_0 must be in [1e-6, 1]"),
+    (["run", "blankevoort", "--flexion-max-deg", "1e300"], 1, "flexion_max_deg must be at most 180 deg"),
+    (["run", "blankevoort", "--flexion-step-deg", "1e-300"], 1, "makes more than 10000 steps to 100 deg"),
+    (["run", "prosthetic-knee", "--stance-duration", "1e-300"], 1, "stance_duration must lie in [0.01, 100] s"),
+    (["run", "prosthetic-knee", "--project-every", "1e-300"], 1, "project_every must be at least a 10^-9th of the run"),
 ])
 def test_bad_settings_are_a_clear_error(sample_tables, args, status, message):
     """Integration tolerances, element grids and worker counts out of range (each once ran: a
@@ -145,6 +156,16 @@ def test_bad_settings_are_a_clear_error(sample_tables, args, status, message):
     r = simclient(*args, "--tables", str(sample_tables))
     assert r.returncode == status, r.stderr
     assert message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_run_that_fails_at_its_first_step_is_reported(sample_tables):
+    # (its summary read the state at t = 0 from a dense output that had no segment yet: an error
+    # "t = 0.0 s is outside the simulated interval [0, 0.0]" instead of the integrator's own)
+    r = simclient("run", "knee2d", "--tables", str(sample_tables), "--t-end", "0.05", "--atol", "1e-300", "--json")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    s = json.loads(r.stdout)
+    assert s["status"] == "failed" and s["message"].startswith("integrator failed at t = 0 s")
+    assert s["initial_flexion_deg"] == s["final_flexion_deg"]
 
 
 @pytest.mark.parametrize("store", ["127.0.0.1:8000", "ftp://host", "http://a:8000,b:8000", ""])

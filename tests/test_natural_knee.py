@@ -153,6 +153,7 @@ def test_no_equilibrium_is_a_failure_of_the_natural_knee(tables):
 
 @pytest.mark.parametrize("option, value, message", [("--medial-radius", "-0.05", "medial_radius must be positive"),
                                                     ("--medial-share", "1.5", "medial_share must lie in [0, 1]"),
+                                                    ("--lateral-radius", "1e-300", "lateral_radius must be at least 1 mm"),
                                                     ("--clearance-exponent", "1", "clearance_exponent must lie in [2, 16]")])
 def test_bad_parameters_are_errors(tables, option, value, message):
     r = _run(tables, option, value)

@@ -228,8 +228,9 @@ class ViscoelasticLaw(ForceLaw):
 
     def __post_init__(self) -> None:
         _check_stiffness(self.name, "K", self.K, self.n)
-        if not (0 < self.rho <= 1 and self.T > 0 and math.isfinite(self.T)):
-            raise ParameterError(f"{self.name}: rho = E_inf / E_0 must be in (0, 1] and T > 0 (s), got rho = "
+        # (rho below 1e-6: the instantaneous stiffness K / rho overflows; cartilage's is some 0.1)
+        if not (1e-6 <= self.rho <= 1 and self.T > 0 and math.isfinite(self.T)):
+            raise ParameterError(f"{self.name}: rho = E_inf / E_0 must be in [1e-6, 1] and T > 0 (s), got rho = "
                                  f"{self.rho}, T = {self.T}")
 
     @classmethod
@@ -375,6 +376,10 @@ def hertz_stiffness(E_i: float, nu_i: float, E_j: float, nu_j: float, R_i: float
     2750403 and 5879434 N/m^1.5 correspond to its convex-convex and convex-concave radius pairs
     swapped (erratum); this function uses the radii as given.
     """
+    for E, nu in ((E_i, nu_i), (E_j, nu_j)):
+        if not (0 < E < math.inf and -1 < nu < 0.5):
+            raise ParameterError(f"Hertz stiffness: a material needs 0 < E < inf (Pa) and -1 < nu < 0.5, got E = {E}, "
+                                 f"nu = {nu}")
     E_star = 1.0 / ((1 - nu_i**2) / E_i + (1 - nu_j**2) / E_j)
     if R_j is None or kind == "plane":
         R = R_i

@@ -228,15 +228,17 @@ class ContactPair:
     def _coarse(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> tuple[np.ndarray, float]:
         """For every point of window i the nearest point of window j: the pair of largest
         indentation along j's normal, as ``(u_i, v_i, u_j, v_j)``, and that indentation (m)."""
-        if not all(np.isfinite(a).all() for a in (R_i, c_i, R_j, c_j)):
-            raise ContactError(f"contact {self.wi.name} / {self.wj.name}: a pose that is not finite: R_i = {R_i.tolist()}, c_i = "
-                               f"{c_i.tolist()}, R_j = {R_j.tolist()}, c_j = {c_j.tolist()}")
         pi = self.wi.points(self.coarse_points).reshape(-1, self.wi.buffer.shape[-1])
         pj = self.wj.points(self.coarse_points).reshape(-1, self.wj.buffer.shape[-1])
-        Pi = pi[:, 2:5] @ R_i.T + c_i
-        Pj = pj[:, 2:5] @ R_j.T + c_j
+        with np.errstate(all="ignore"):
+            Pi = pi[:, 2:5] @ R_i.T + c_i
+            Pj = pj[:, 2:5] @ R_j.T + c_j
+            # (no neighbour is found for points that are not finite, or whose distance overflows)
+            k = cKDTree(Pj).query(Pi)[1] if np.isfinite(Pi).all() and np.isfinite(Pj).all() else None
+        if k is None or (k == len(Pj)).any():
+            raise ContactError(f"contact {self.wi.name} / {self.wj.name}: poses that put the surfaces' points at "
+                               f"non-finite coordinates or distances (c_i = {c_i.tolist()} m, c_j = {c_j.tolist()} m)")
         Nj = pj[:, 5:8] @ R_j.T
-        _, k = cKDTree(Pj).query(Pi)
         depth = np.einsum("ij,ij->i", Pj[k] - Pi, Nj[k])
         a = int(np.argmax(depth))
         return np.array([pi[a, 0], pi[a, 1], pj[k[a], 0], pj[k[a], 1]]), float(depth[a])

@@ -263,7 +263,12 @@ def _advance(fun: Callable[[float, np.ndarray], np.ndarray], t_span: tuple[float
     ts, ys, dense = [t0], [np.asarray(y0, dtype=float)], []
     status, message, fired = None, "", None
     while status is None:
-        message = run.step() or ""
+        try:
+            message = run.step() or ""
+        except ContactError as exc:  # where: the last accepted time and the end of the step tried from it
+            h = getattr(run, "h_abs", None) or (run.t - run.t_old if run.t_old is not None else 0.0)
+            exc.t_accepted, exc.span_end = run.t, run.t + h  # type: ignore[attr-defined]
+            raise
         if run.status == "failed":
             status = -1
             break
@@ -332,6 +337,9 @@ class SimulationResult:
         k = bisect.bisect_left(self._ends, t)
         if k < len(self.segments) and self.segments[k].t_min <= t:
             return self.segments[k](t)
+        i = int(np.searchsorted(self.t, t))
+        if i < len(self.t) and self.t[i] == t:  # a state with no segment on it: the start of a run that failed at once
+            return self.y[:, i].copy()
         raise ParameterError(f"t = {t} s is outside the simulated interval [0, {self.t[-1]}]")
 
 
@@ -392,6 +400,9 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
     if not (rtol > 0 and atol >= 0 and np.isfinite(rtol) and np.isfinite(atol)):
         raise ParameterError(f"the tolerances must be finite, rtol positive and atol not negative, got rtol = "
                              f"{rtol}, atol = {atol}")
+    for name, value in (("max_step", max_step), ("project_every", project_every)):
+        if value is not None and not value >= t_end * 1e-9:  # (a bound of over 10^9 steps ran for ever)
+            raise ParameterError(f"{name} must be at least a 10^-9th of the run ({t_end * 1e-9:.3g} s), got {value}")
     solver = solver_class(method)
     options: dict[str, Any] = {"rtol": rtol, "atol": atol, "max_step": max_step}
     if h is not None:
@@ -489,7 +500,7 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
             if system.gap(c) < 0:
                 switch(c, 0.0, y)
         stopped = False
-        retries, segment_options = 0, dict(options)
+        retries, segment_options, failed_at = 0, dict(options), -math.inf
         pairs = [c.pair for c in system.contacts if isinstance(getattr(c, "pair", None), ContactPair)]
         while t < t_end - 1e-15 and not stopped:
             evs = [make_event(c) for c in system.contacts] + ([stop_event] if stop is not None else [])
@@ -497,19 +508,22 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
             saved = [p.checkpoint() for p in pairs]
             try:
                 sol = _advance(rhs, (t, t_next), y, solver, evs, follow, **segment_options)
-            except ContactError:
+            except ContactError as exc:
                 # a trial state far from the last accepted one (a large step into a stiff contact)
                 # can put the contact point off the tables: retry the segment with smaller steps,
                 # from the warm starts and windows of the accepted state (the failed trial's would
-                # fail the retry's first evaluation)
-                if retries == MAX_RETRIES or solver is RK4:
+                # fail the retry's first evaluation). A retry that fails again inside the step that
+                # failed before gives up: the motion itself leaves the tables there (a body off a
+                # table's edge), and ever smaller steps over the segment only took ever longer.
+                if retries == MAX_RETRIES or solver is RK4 or getattr(exc, "t_accepted", -math.inf) < failed_at:
                     raise
+                failed_at = getattr(exc, "span_end", math.inf)
                 for p, state in zip(pairs, saved):
                     p.restore(state)
                 retries += 1
                 segment_options["max_step"] = min(options["max_step"], t_end - t) / 10 ** (retries + 2)
                 continue
-            retries, segment_options = 0, dict(options)
+            retries, segment_options, failed_at = 0, dict(options), -math.inf
             nfev += sol.nfev
             steps += len(sol.t) - 1
             if sol.status == -1:
@@ -531,7 +545,7 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
     except SimulationError as exc:
         status, message = -1, str(exc)
     except ContactError as exc:  # (found in the step after the last state reached, or at the start)
-        status, message = -1, f"{exc}, in the step from t = {t:.6g} s"
+        status, message = -1, f"{exc}, in the step from t = {getattr(exc, 't_accepted', t):.6g} s"
     return SimulationResult(status=status, message=message, t=np.concatenate(ts), y=np.concatenate(ys, axis=1),
                             nfev=nfev, steps=steps, events=events, segments=segments,
                             wall_s=time.perf_counter() - t0)

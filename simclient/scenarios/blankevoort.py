@@ -114,6 +114,11 @@ class BlankevoortParams:
                                  "the joint space the surfaces leave (at most 20 mm)")
         if min(self.grid) < 2:
             raise ParameterError(f"blankevoort: grid must be at least 2x2 elements, got {self.grid}")
+        if self.flexion_max_deg > 180:
+            raise ParameterError(f"blankevoort: flexion_max_deg must be at most 180 deg, got {self.flexion_max_deg:g}")
+        if self.flexion_max_deg / self.flexion_step_deg > 10_000:  # (a path of more steps ran out of memory)
+            raise ParameterError(f"blankevoort: flexion_step_deg {self.flexion_step_deg:g} deg makes more than 10000 "
+                                 f"steps to {self.flexion_max_deg:g} deg")
 
 
 def rotation(flexion: float, varus: float, internal: float) -> np.ndarray:

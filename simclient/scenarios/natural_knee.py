@@ -83,6 +83,9 @@ class NaturalKneeParams:
 
     def __post_init__(self) -> None:
         check_positive(self, "natural-knee", "load_N", "E", "femoral_thickness", "medial_radius", "lateral_radius")
+        for side, radius in (("medial", self.medial_radius), ("lateral", self.lateral_radius)):
+            if radius < 0.001:  # (a condyle of a smaller radius rises to infinity across a plateau)
+                raise ParameterError(f"natural-knee: {side}_radius must be at least 1 mm, got {radius} m")
         if not 0 <= self.medial_share <= 1:
             raise ParameterError(f"natural-knee: medial_share must lie in [0, 1], got {self.medial_share}")
         if not 2 <= self.clearance_exponent <= 16:
