@@ -14,7 +14,8 @@
     ├── SimulationError                                the integrator failed
     ├── ParameterError       (also ValueError)         a bad parameter: unknown law, method, scenario or
     │                                                  case; a value out of its range (names both)
-    └── ServiceError                                   a helper service (a store started for a run) failed
+    └── ServiceError                                   a helper service (a store started for a run, a Dask
+                                                       scheduler) failed or does not answer
 """
 
 from __future__ import annotations
@@ -70,4 +71,5 @@ class ParameterError(SimClientError, ValueError):
 
 
 class ServiceError(SimClientError):
-    """A helper service failed: a store started for the demo, a benchmark or a test."""
+    """A helper service failed: a store started for the demo, a benchmark or a test, or a sweep's
+    Dask scheduler that does not answer."""

@@ -182,3 +182,17 @@ def test_sweep_on_a_cluster_of_separate_processes(sample_tables, spec_file, caps
             except subprocess.TimeoutExpired:
                 p.kill()
         time.sleep(0.1)
+
+
+def test_a_scheduler_that_does_not_answer_is_named(monkeypatch):
+    # (distributed's own OSError, after its 20 s of retries, was a traceback)
+    import distributed
+
+    from simclient.errors import ServiceError
+
+    def unreachable(address, timeout):
+        raise OSError(f"Timed out trying to connect to {address} after {timeout}")
+    monkeypatch.setattr(distributed, "Client", unreachable)
+    with pytest.raises(ServiceError, match=r"sweep: no Dask scheduler answers at tcp://127.0.0.1:1 \(Timed out"):
+        with cluster("tcp://127.0.0.1:1"):
+            pass

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from simclient.errors import ParameterError
+from simclient.errors import ParameterError, ServiceError
 from simclient.scenarios._base import Tables, get_scenario
 
 __all__ = ["SweepSpec", "load_sweep", "run_sweep", "cluster"]
@@ -168,7 +168,11 @@ def cluster(scheduler: str) -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     if scheduler.startswith("tcp://"):
-        with Client(scheduler, timeout="20s") as client:
+        try:
+            client = Client(scheduler, timeout="20s")
+        except OSError as exc:  # (a traceback before)
+            raise ServiceError(f"sweep: no Dask scheduler answers at {scheduler} ({exc})") from None
+        with client:
             yield client
         return
     if scheduler != "local" and not scheduler.startswith("local:"):
