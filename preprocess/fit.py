@@ -804,6 +804,9 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
     method = d.get("method", "bspline")
     if method not in ("bspline", "tps"):
         raise FitError(f"{name}: unknown method {method!r}; choose bspline or tps")
+    tol = d.get("tol")
+    if tol is not None and not (isinstance(tol, (int, float)) and 0 < tol < math.inf):  # (0, -1, nan fitted silently)
+        raise FitError(f"{name}: tol must be a positive RMS distance (m), got {tol!r}")
     crop = d.get("crop", ())
     crop = [crop] if isinstance(crop, str) else list(crop)
     data = load_data(path, units, crop)
@@ -819,9 +822,9 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
     if method == "tps":
         if not isinstance(par, PlanarParametrization):
             raise FitError(f"{path}: the tps method fits height fields; the data need {why}")
-        fit = fit_tps(data.points, par, tol=d.get("tol"))
+        fit = fit_tps(data.points, par, tol=tol)
     else:
-        fit = fit_bspline(data.points, par, ctrl=ctrl, tol=d.get("tol"), degree=int(d.get("degree", 3)),
+        fit = fit_bspline(data.points, par, ctrl=ctrl, tol=tol, degree=int(d.get("degree", 3)),
                           smoothing=float(d.get("smoothing", 1e-6)))
     grid_keys = {k: v for k, v in d.items() if k not in FIT_KEYS | {"family"}}
     (u0, u1), (v0, v1) = fit.domain

@@ -190,6 +190,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < float("inf"):  # (0, a negative or NaN ran nothing, then failed on no samples)
+        raise argparse.ArgumentTypeError(f"must be a positive number of minutes, got {text!r}")
+    return value
+
+
 def _table_root(value: str) -> str | Path:
     """``--tables``: an ``s3://BUCKET/PREFIX`` as it is, anything else a folder."""
     return value.rstrip("/") if value.startswith("s3://") else Path(value)
@@ -275,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name in ("windows", "all"):
             bp.add_argument("--out", type=Path, help="folder for the plot of the window ratios")
         if name == "soak":
-            bp.add_argument("--minutes", type=float, help="how long (default 10; 0.3 with --quick)")
+            bp.add_argument("--minutes", type=_positive_minutes, help="how long (default 10; 0.3 with --quick)")
         bp.set_defaults(func=_bench)
     return p
 

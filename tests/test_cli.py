@@ -138,6 +138,7 @@ def test_bad_input_is_a_clear_error(sample_tables, args, status, message):
     (["run", "artificial-knee", "--grid", "0x5"], 2, "sides must be at least 1"),
     (["run", "artificial-knee", "--pressure-grid", "50x0"], 2, "sides must be at least 1"),
     (["study", "knee2d-laws", "--workers", "0"], 2, "must be at least 1"),
+    (["bench", "soak", "--minutes", "0"], 2, "must be a positive number of minutes, got '0'"),  # (a ValueError after)
     # values that passed the checks and met a traceback or ran for ever (each found by trying
     # 0, -1, 1e300 and 1e-300 for every number of every scenario)
     (["run", "knee3d", "--E", "0"], 1, "a material needs 0 < E < inf (Pa) and -1 < nu < 0.5, got E = 0.0"),

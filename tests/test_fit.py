@@ -351,6 +351,9 @@ def test_bad_inputs(tmp_path):
                             "--residual-map", str(where)], capture_output=True, text=True)
         assert r.returncode == 1 and f"residual map {where}: {why}" in r.stderr, r.stderr
         assert not out.exists()
+    for tol in (0.0, -1e-5, float("nan")):  # (each fitted, silently, to the largest net)
+        with pytest.raises(FitError, match=re.escape(f"x: tol must be a positive RMS distance (m), got {tol!r}")):
+            fit_spec("x", {"input": str(good), "units": "mm", "tol": tol})
 
 
 DM = SHARED_DATA / "grand-challenge-dm"
