@@ -47,7 +47,8 @@ class Placement:
             axis = _array(name, "placement.rotation_axis", d.get("rotation_axis", [0, 0, 1]), (3,))
             if np.linalg.norm(axis) == 0:
                 raise DefinitionError(f"{name}: placement.rotation_axis is zero")
-            R = _axis_angle(axis / np.linalg.norm(axis), math.radians(float(d.get("rotation_deg", 0.0))))
+            angle = _array(name, "placement.rotation_deg", d.get("rotation_deg", 0.0), ())  # (NaN failed at the header)
+            R = _axis_angle(axis / np.linalg.norm(axis), math.radians(float(angle)))
         return cls(R, t)
 
     def to_dict(self) -> dict[str, Any]:
@@ -60,12 +61,13 @@ def _axis_angle(k: np.ndarray, a: float) -> np.ndarray:
 
 
 def _array(name: str, key: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    what = f"finite numbers of shape {shape}" if shape else "a finite number"
     try:
         a = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise DefinitionError(f"{name}: {key} must be numbers of shape {shape}, got {value!r}") from None
+        raise DefinitionError(f"{name}: {key} must be {what}, got {value!r}") from None
     if a.shape != shape or not np.isfinite(a).all():
-        raise DefinitionError(f"{name}: {key} must be finite numbers of shape {shape}, got {value!r}")
+        raise DefinitionError(f"{name}: {key} must be {what}, got {value!r}")
     return a
 
 

@@ -66,6 +66,9 @@ def test_build_inspect_verify_cli(tmp_path):
 
 
 BAD = {
+    # (a NaN angle was found only at the header, after the whole table was written)
+    "nan_angle": ('[surfaces.a]\nfamily = "plane"\nu_range = [0, 1]\nv_range = [0, 1]\ngrid = [5, 5]\nrecord = [5, 5]\n'
+                  '[surfaces.a.placement]\nrotation_deg = nan\n', r"a: placement.rotation_deg must be a finite number, got nan"),
     "unknown_family": ('[surfaces.a]\nfamily = "blob"\ngrid = [5, 5]\nrecord = [5, 5]\n', "unknown surface family"),
     "bad_radius": ('[surfaces.a]\nfamily = "sphere"\nradius = 0\ngrid = [5, 5]\nrecord = [5, 5]\n', "positive"),
     "missing_radius": ('[surfaces.a]\nfamily = "sphere"\ngrid = [5, 5]\nrecord = [5, 5]\n', "radius"),
