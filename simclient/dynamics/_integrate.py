@@ -256,56 +256,56 @@ def _advance(fun: Callable[[float, np.ndarray], np.ndarray], t_span: tuple[float
     def bound_next(t: float, y: np.ndarray) -> None:
         if after_step is not None:
             run.max_step = min(max_step, max(after_step(t, y), MIN_FOLLOW_STEP))
-    bound_next(t0, y0)
-    g = [ev(t0, y0) for ev in events]
-    grazes = [getattr(ev, "graze", False) for ev in events]
-    rates: list[float | None] = [None] * len(events)  # the graze events' slopes at the step's start
-    ts, ys, dense = [t0], [np.asarray(y0, dtype=float)], []
-    status, message, fired = None, "", None
-    while status is None:
-        try:
+    try:
+        bound_next(t0, y0)
+        g = [ev(t0, y0) for ev in events]
+        grazes = [getattr(ev, "graze", False) for ev in events]
+        rates: list[float | None] = [None] * len(events)  # the graze events' slopes at the step's start
+        ts, ys, dense = [t0], [np.asarray(y0, dtype=float)], []
+        status, message, fired = None, "", None
+        while status is None:
             message = run.step() or ""
-        except ContactError as exc:  # where: the last accepted time and the end of the step tried from it
-            h = getattr(run, "h_abs", None) or (run.t - run.t_old if run.t_old is not None else 0.0)
-            exc.t_accepted, exc.span_end = run.t, run.t + h  # type: ignore[attr-defined]
-            raise
-        if run.status == "failed":
-            status = -1
-            break
-        t_old, t, y = run.t_old, run.t, run.y
-        sol = run.dense_output()
-        at = functools.cache(sol)  # the events' samples inside the step share their states
-        g_new = [ev(t, y) for ev in events]
-        roots = []
-        for k, ev in enumerate(events):
-            slopes = None
-            d: float = ev.direction  # type: ignore[attr-defined]
-            if grazes[k] and d * g[k] <= 0 > d * g_new[k]:  # both ends short of zero: look inside
-                r_old = rates[k]
-                if r_old is None:
-                    r_old = _slope(ev, at, t_old, g[k], t - t_old)
-                r_new = _slope(ev, at, t, g_new[k], t_old - t)
-                rates[k] = r_new
-                slopes = (r_old, r_new)
+            if run.status == "failed":
+                status = -1
+                break
+            t_old, t, y = run.t_old, run.t, run.y
+            sol = run.dense_output()
+            at = functools.cache(sol)  # the events' samples inside the step share their states
+            g_new = [ev(t, y) for ev in events]
+            roots = []
+            for k, ev in enumerate(events):
+                slopes = None
+                d: float = ev.direction  # type: ignore[attr-defined]
+                if grazes[k] and d * g[k] <= 0 > d * g_new[k]:  # both ends short of zero: look inside
+                    r_old = rates[k]
+                    if r_old is None:
+                        r_old = _slope(ev, at, t_old, g[k], t - t_old)
+                    r_new = _slope(ev, at, t, g_new[k], t_old - t)
+                    rates[k] = r_new
+                    slopes = (r_old, r_new)
+                else:
+                    rates[k] = None  # (a crossing at the ends ends the segment; the rare other case starts afresh)
+                r = _event_root(ev, at, t_old, t, g[k], g_new[k], slopes)
+                if r is not None:
+                    roots.append((r, k))
+            if roots:
+                t, fired = min(roots)
+                y = sol(t)
+                status = 1
+            elif run.status == "finished":
+                status = 0
             else:
-                rates[k] = None  # (a crossing at the ends ends the segment; the rare other case starts afresh)
-            r = _event_root(ev, at, t_old, t, g[k], g_new[k], slopes)
-            if r is not None:
-                roots.append((r, k))
-        if roots:
-            t, fired = min(roots)
-            y = sol(t)
-            status = 1
-        elif run.status == "finished":
-            status = 0
-        else:
-            bound_next(t, y)
-        g = g_new
-        if len(ts) > 1 and t == ts[-1]:  # an event at the step's start: no new point
-            continue
-        ts.append(t)
-        ys.append(y)
-        dense.append(sol)
+                bound_next(t, y)
+            g = g_new
+            if len(ts) > 1 and t == ts[-1]:  # an event at the step's start: no new point
+                continue
+            ts.append(t)
+            ys.append(y)
+            dense.append(sol)
+    except ContactError as exc:  # where: the last accepted time and the end of the step tried from it
+        h = getattr(run, "h_abs", None) or (run.t - run.t_old if run.t_old is not None else 0.0)
+        exc.t_accepted, exc.span_end = run.t, run.t + h  # type: ignore[attr-defined]
+        raise
     return _Segment(t=np.array(ts), y=np.array(ys).T, sol=OdeSolution(ts, dense), status=status, message=message,
                     fired=fired, nfev=run.nfev)
 
