@@ -37,6 +37,8 @@ class ContactStatus(IntEnum):
     LEFT_TABLE_J = 6
     NORMALS_ALIGNED = 7  # converged, but the outward normals point the same way (a wrong-side surface)
     NEEDS_UPDATE = 8  # a guess lies outside a window's quiet records (the update rule must run first)
+    SINGULAR_POINT_I = 9  # converged at a singular point of table i's parametrization (a pole): a false root
+    SINGULAR_POINT_J = 10
 
     def __str__(self) -> str:
         return _DESCRIPTIONS[self]
@@ -52,10 +54,14 @@ _DESCRIPTIONS = {
     ContactStatus.LEFT_WINDOW_J: "left window j", ContactStatus.LEFT_TABLE_I: "left table i",
     ContactStatus.LEFT_TABLE_J: "left table j", ContactStatus.NORMALS_ALIGNED: "normals point the same way",
     ContactStatus.NEEDS_UPDATE: "window update needed",
+    ContactStatus.SINGULAR_POINT_I: "reached a singular point of table i's parametrization (a pole: its tangents "
+                                    "vanish or are parallel; parametrize it so that no contact region holds one)",
+    ContactStatus.SINGULAR_POINT_J: "reached a singular point of table j's parametrization (a pole: its tangents "
+                                    "vanish or are parallel; parametrize it so that no contact region holds one)",
 }
 # plain ints inside the compiled code
 (CONVERGED, NOT_CONVERGED, SINGULAR, LEFT_WINDOW_I, LEFT_WINDOW_J, LEFT_TABLE_I, LEFT_TABLE_J, NORMALS_ALIGNED,
- NEEDS_UPDATE) = (int(s) for s in ContactStatus)
+ NEEDS_UPDATE, SINGULAR_POINT_I, SINGULAR_POINT_J) = (int(s) for s in ContactStatus)
 
 
 @jit
@@ -188,6 +194,20 @@ def _surfaces(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: np.n
     w[_KEY], w[_KEY + 1], w[_KEY + 2], w[_KEY + 3] = u_i, v_i, u_j, v_j
     w[_KEY + 4], w[_KEY + 5] = ints[a + L.IP_I_LO], ints[a + L.IP_J_LO]
     w[_KEY + 6], w[_KEY + 7] = ints[b + L.IP_I_LO], ints[b + L.IP_J_LO]
+
+
+@inline
+def _singular_point(w: np.ndarray, g: int, du: float, dv: float) -> bool:
+    """Whether the evaluation at ``w[g:]`` (global frame) lies at a singular point of its surface's
+    parametrization: the grid cell there, spanned by ``T_u du`` and ``T_v dv``, has no area beside
+    its longest side (below 1e-6 of its square; a sphere's pole, where ``T_v`` vanishes). There the
+    conditions ``m . T_u = m . T_v = 0`` no longer say that the normals are collinear, and they
+    have false roots: the pole itself, wherever the other normal points."""
+    a0, a1, a2 = w[g + L.EV_TU] * du, w[g + L.EV_TU + 1] * du, w[g + L.EV_TU + 2] * du
+    b0, b1, b2 = w[g + L.EV_TV] * dv, w[g + L.EV_TV + 1] * dv, w[g + L.EV_TV + 2] * dv
+    c0, c1, c2 = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+    side2 = max(a0 * a0 + a1 * a1 + a2 * a2, b0 * b0 + b1 * b1 + b2 * b2)
+    return c0 * c0 + c1 * c1 + c2 * c2 <= 1e-12 * side2 * side2
 
 
 @inline
@@ -330,8 +350,13 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
     w[L.OUT_DEPTH] = ((w[gj] - w[gi]) * w[gj + L.EV_N] + (w[gj + 1] - w[gi + 1]) * w[gj + L.EV_N + 1]
                       + (w[gj + 2] - w[gi + 2]) * w[gj + L.EV_N + 2])
     w[L.OUT_RESIDUAL] = math.sqrt(f2)
-    if status == CONVERGED and _dot(w, gi + L.EV_N, w, gj + L.EV_N) > 0.0:
-        status = NORMALS_ALIGNED  # a wrong-way normal: the surfaces cannot touch here
+    if status == CONVERGED:
+        if _singular_point(w, gi, h0, h1):
+            status = SINGULAR_POINT_I
+        elif _singular_point(w, gj, h2, h3):
+            status = SINGULAR_POINT_J
+        elif _dot(w, gi + L.EV_N, w, gj + L.EV_N) > 0.0:
+            status = NORMALS_ALIGNED  # a wrong-way normal: the surfaces cannot touch here
     return status, it
 
 

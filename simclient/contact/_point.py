@@ -171,19 +171,32 @@ class ContactPair:
     def x(self, value: np.ndarray | None) -> None:
         self.work[L.PAIR_X:L.PAIR_X + 4] = np.nan if value is None else value
 
-    def follow(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, t: float) -> float:
+    def follow(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, t: float,
+               ahead: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float] | None = None) -> float:
         """Between contacts, at an accepted state of an integration (time ``t``, s; poses as for
         :meth:`detect`): the thesis' update rule for the common normal's points, so that the
         windows follow the bodies while no force needs them (a probe moves no window). Returns the
         time (s) those points would take to leave a window at the rates their parameters changed
-        since the last call; inf where nothing bounds it (no earlier call, no common normal found,
-        at rest, heading for the table's own edge)."""
+        since the last call; inf where nothing bounds it (no common normal found, at rest, heading
+        for the table's own edge). Where no earlier call gives the rates (the first call after a
+        start or a contact), they come from a probe at ``ahead``, the poses a short time ``dt`` (s)
+        later as ``(R_i, c_i, R_j, c_j, dt)`` (the windows and the warm start stay); without it,
+        from nothing: inf."""
         k = self.detect(R_i, c_i, R_j, c_j)
         last, self._followed = self._followed, (t, k.params.copy()) if k.converged else None
-        if last is None or self._followed is None or not t > last[0]:
+        if self._followed is None:
             return math.inf
         x = self._followed[1]
-        rate = (x - last[1]) / (t - last[0])
+        if last is not None and t > last[0]:
+            rate = (x - last[1]) / (t - last[0])
+        elif ahead is not None:
+            probe = self.detect(*ahead[:4], update_windows=False)
+            self.x = x
+            if not (probe.converged or probe.status.left_window):
+                return math.inf
+            rate = (probe.params - x) / ahead[4]
+        else:
+            return math.inf
         return min(self.wi.time_to_edge(x[0], x[1], rate[0], rate[1]),
                    self.wj.time_to_edge(x[2], x[3], rate[2], rate[3]))
 

@@ -42,6 +42,11 @@ EVENT_HYSTERESIS = 1e-12
 #: (s) the shortest step a bound from following the windows may ask for (a guard: a contact point
 #: at a window's edge would ask for none)
 MIN_FOLLOW_STEP = 1e-9
+#: (s) how far ahead the bodies' rigid motion is probed for the rates of a contact's points where
+#: following starts (after a contact or at the start): short, so that the chord is the tangent, and
+#: long enough for motions of micrometres per second to move the points by more than the solve's
+#: tolerance
+FOLLOW_PROBE_TIME = 1e-6
 #: (m) contacts whose bodies' bounding volumes are further apart than this are not followed: their
 #: steps end before the volumes can come within half of it (conservative advancement)
 FOLLOW_MARGIN = 1e-3
@@ -363,7 +368,7 @@ class System(Protocol):
 
     def relative_velocity(self, c: Any, k: Any) -> np.ndarray: ...
 
-    def surface_pose(self, s: Any) -> tuple[np.ndarray, np.ndarray]: ...
+    def surface_pose(self, s: Any, ahead: float = ...) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "DOP853",
@@ -483,7 +488,10 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
                 speed = system.approach_speed(c)  # type: ignore[attr-defined]  # (a MultibodySystem)
                 limit = min(limit, (gap - FOLLOW_MARGIN / 2) / speed if speed > 0 else math.inf)
             else:
-                limit = min(limit, c.pair.follow(*system.surface_pose(c.i), *system.surface_pose(c.j), tt) / 2)
+                poses = (*system.surface_pose(c.i), *system.surface_pose(c.j))
+                ahead = (*system.surface_pose(c.i, FOLLOW_PROBE_TIME), *system.surface_pose(c.j, FOLLOW_PROBE_TIME),
+                         FOLLOW_PROBE_TIME)
+                limit = min(limit, c.pair.follow(*poses, tt, ahead) / 2)
         return limit
 
     def stop_event(tt: float, yy: np.ndarray) -> float:

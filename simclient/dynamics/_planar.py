@@ -242,9 +242,13 @@ class PlanarSystem:
         r, _, v, w = self.pose(body)
         return v + w * _perp(np.asarray(P)[:2] - r)
 
-    def surface_pose(self, s: ProfileSurface) -> tuple[np.ndarray, np.ndarray]:
-        """The 3D embedding ``(R, c)`` of a surface's global pose."""
-        r, A, _, _ = self.pose(s.body)
+    def surface_pose(self, s: ProfileSurface, ahead: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """The 3D embedding ``(R, c)`` of a surface's global pose; with ``ahead`` (s), that long
+        after the last state set, its body moving on at its velocity and angular velocity (as
+        :meth:`MultibodySystem.surface_pose`)."""
+        r, A, v, w = self.pose(s.body)
+        if ahead:
+            r, A = r + v * ahead, rot2(w * ahead) @ A
         c = r + A @ s.offset
         angle = math.atan2(A[1, 0], A[0, 0]) + s.angle
         return planar_pose(float(c[0]), float(c[1]), angle)

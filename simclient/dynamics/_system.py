@@ -32,7 +32,7 @@ from simclient.dynamics._bodies import Body, Surface
 from simclient.dynamics._constraints import Constraint
 from simclient.dynamics._loads import Load
 from simclient.errors import ContactError, ParameterError, SimulationError
-from simclient.geometry import jit, point_velocity, rotation_into, rotation_matrix, surface_pose
+from simclient.geometry import euler_from_axis_angle, jit, point_velocity, rotation_into, rotation_matrix, surface_pose
 
 __all__ = ["ContactModel", "MultibodySystem", "DRIFT_GAIN"]
 
@@ -133,8 +133,16 @@ class MultibodySystem:
         k = self._bidx[id(body)]
         return self._r[k], self._A[k], self._v[k], self._w[k]
 
-    def surface_pose(self, s: Surface) -> tuple[np.ndarray, np.ndarray]:
-        """Global pose ``(R, c)`` of a surface frame at the last state set (eq. 6.17)."""
+    def surface_pose(self, s: Surface, ahead: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """Global pose ``(R, c)`` of a surface frame at the last state set (eq. 6.17); with ``ahead``
+        (s), that long after it, its body moving on at its velocity and angular velocity (a rigid
+        motion without forces: for the rates of what moves with the body)."""
+        if ahead:
+            r, A, v, w = self.pose(s.body)
+            angle = float(np.linalg.norm(w)) * ahead
+            turn = rotation_matrix(euler_from_axis_angle(w, angle)) if angle else np.eye(3)
+            R, c = surface_pose(r + v * ahead, turn @ A, s.offset, s.rotation)
+            return np.ascontiguousarray(R), c
         pose = self._surface_poses.get(id(s))
         if pose is None:
             r, A, _, _ = self.pose(s.body)
