@@ -5,7 +5,10 @@
     python3 dev.py test    # set up and run the test suite
     python3 dev.py setup   # set up only (.venv with the project installed in editable mode)
 
-The virtual environment lives in .venv; it is (re)installed when pyproject.toml changes.
+The virtual environment lives in .venv; it is (re)installed when pyproject.toml or constraints.txt
+changes, with the versions constraints.txt pins (those the test suite last passed with). Where those
+cannot be installed (another Python, another platform), or with ``--latest`` after the job's name,
+it takes the newest versions pyproject.toml allows instead.
 """
 
 from __future__ import annotations
@@ -22,19 +25,25 @@ VENV = ROOT / ".venv"
 PY = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def setup() -> None:
+def setup(latest: bool = False) -> None:
     if sys.version_info < (3, 11):
         sys.exit(f"python >= 3.11 is required (this is {sys.version.split()[0]})")
     if not PY.exists():
         print("creating .venv ...", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
     stamp = VENV / ".installed"
-    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if not stamp.exists() or stamp.read_text() != want:
+    pins = ROOT / "constraints.txt"
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + (b"latest" if latest else pins.read_bytes()))
+    if not stamp.exists() or stamp.read_text() != want.hexdigest():
         print("installing the project and its dependencies into .venv ...", flush=True)
         subprocess.run([PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
-        subprocess.run([PY, "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[test]"], check=True)
-        stamp.write_text(want)
+        install = [PY, "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[test]"]
+        if latest or subprocess.run([*install, "-c", pins]).returncode != 0:
+            if not latest:
+                print("the pinned versions of constraints.txt did not install here: taking the newest that "
+                      "pyproject.toml allows", flush=True)
+            subprocess.run([*install, "--upgrade"], check=True)
+        stamp.write_text(want.hexdigest())
     # compile the numba kernels now, into their cache, so the first run does not wait for them; again
     # whenever the sources they are built from change (numba would keep a kernel whose own file did
     # not change, with the old code or constants of what it uses from other files)
@@ -49,7 +58,10 @@ def setup() -> None:
 
 def main() -> int:
     job = sys.argv[1] if len(sys.argv) > 1 else "demo"
-    setup()
+    latest = "--latest" in sys.argv[2:]
+    if latest:
+        sys.argv.remove("--latest")
+    setup(latest)
     if job == "setup":
         return 0
     if job == "test":

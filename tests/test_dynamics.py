@@ -134,6 +134,23 @@ def test_restitution_of_dissipative_laws(restitution):
     assert effs == sorted(effs, reverse=True)
 
 
+@pytest.mark.parametrize("law, cr", [("flores", 0.6), ("hunt-crossley", 0.8)])
+def test_a_dissipative_ball_comes_to_rest_at_the_static_indentation(sample_tables, law, cr):
+    """Dropped 12 mm without moving sideways, the ball bounces ever lower (Hunt-Crossley's
+    restitution falls at low speeds, where gravity acts during the contact) until it stays in
+    contact, then settles where the law's elastic force carries its weight: Hertz's static
+    indentation (m g / K)^(2/3), 0.30 um. Every bounce is found (no step passes through one)."""
+    s = _run(sample_tables, law=law, cr=cr, vx=0.0, t_end=0.6)
+    assert s["status"] == "ok", s["message"]
+    p = BallParams(law=law, cr=cr)
+    y = s.artifacts["result"].y[:, -1]
+    assert p.radius - y[2] == pytest.approx((p.mass * 9.81 / p.K) ** (2 / 3), rel=1e-6)
+    assert np.abs(y[7:10]).max() < 1e-9
+    speeds = s["impact_velocities_m_s"]
+    assert len(speeds) >= 5 and all(b < a for a, b in zip(speeds, speeds[1:]))
+    assert s["contact_durations_s"][-1] > 0.05  # the last contact lasts
+
+
 def test_unknown_law():
     with pytest.raises(ValueError, match="unknown force law 'x'.*hertz"):
         make_law("x", 1e6)
