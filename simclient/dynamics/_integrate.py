@@ -548,6 +548,12 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
                     events.append({"t": t, "type": "stop"})
                 else:
                     switch(system.contacts[k], t, y)
+                    # a contact whose gap crossed at the same instant (a body landing on two supports
+                    # at once) switches too: the solver reports one root per step, and in the next
+                    # step that contact's event function would start at its threshold, never cross
+                    for c in system.contacts:
+                        if c is not system.contacts[k] and (probe(c, y) < 0) != c.active:
+                            switch(c, t, y)
             if progress is not None:
                 progress(t)
     except SimulationError as exc:
