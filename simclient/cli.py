@@ -20,10 +20,13 @@ import resource
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simclient.errors import SimClientError
 from surfacestore.format import tune_allocator
+
+if TYPE_CHECKING:  # (the scenarios are imported when a command needs them)
+    from simclient.scenarios import Scenario, Summary
 
 __all__ = ["main", "build_parser"]
 
@@ -48,8 +51,13 @@ def _run(args: argparse.Namespace) -> int:
         _ensure_tables(args.tables, names, quiet=args.json)
     summary = scenario.run(params, tables, out=args.out, progress=_say(args.json or not sys.stderr.isatty()))
     summary.values["peak_rss_MB"] = _peak_rss_mb()
-    print(summary.to_json() if args.json else scenario.report(summary))
+    print(summary.to_json() if args.json else _report(scenario, summary))
     return 0 if summary.ok else 1
+
+
+def _report(scenario: Scenario, summary: Summary) -> str:
+    """A run's report, with its failure (a failed run's report shows how far it came)."""
+    return scenario.report(summary) + ("" if summary.ok else f"\n  FAILED: {summary['message']}")
 
 
 def _make_out(out: Path | None) -> None:
@@ -122,7 +130,7 @@ def _study(args: argparse.Namespace) -> int:
     else:
         scenario = cls()
         for label, s in cases:
-            print(f"[{label}]", scenario.report(s), sep="\n")
+            print(f"[{label}]", _report(scenario, s), sep="\n")
         for f in summary.get("outputs", []):
             print(f"wrote {f}")
     return 0 if all(s.ok for _, s in cases) else 1

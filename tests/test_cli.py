@@ -167,6 +167,10 @@ def test_a_run_that_fails_at_its_first_step_is_reported(sample_tables):
     s = json.loads(r.stdout)
     assert s["status"] == "failed" and s["message"].startswith("integrator failed at t = 0 s")
     assert s["initial_flexion_deg"] == s["final_flexion_deg"]
+    # the text report says so too (knee2d's, knee3d's and the knees' reports showed how far a failed
+    # run came, and not that it failed)
+    r = simclient("run", "knee2d", "--tables", str(sample_tables), "--t-end", "0.05", "--atol", "1e-300")
+    assert r.returncode == 1 and "\n  FAILED: integrator failed at t = 0 s" in r.stdout, r.stdout
 
 
 @pytest.mark.parametrize("store", ["127.0.0.1:8000", "ftp://host", "http://a:8000,b:8000", ""])

@@ -128,16 +128,19 @@ class ContactPair:
     common normal of two surfaces here; of two profiles in :class:`simclient.contact.ProfilePair`),
     ``warm_kernel`` the same from the pair's warm start in one call (:meth:`detect`'s fast path).
     ``evaluations`` and ``newton_iterations`` count the pair's contact evaluations and Newton
-    iterations.
+    iterations. ``name`` (a contact model's) goes before the tables' names in messages.
     """
 
     kernel = staticmethod(solve_contact)
     warm_kernel = staticmethod(solve_warm)
 
     def __init__(self, window_i: StorageWindow, window_j: StorageWindow, *, max_iter: int = 30,
-                 tol: float = 1e-9, max_step: float = 4.0, coarse_points: int = 64) -> None:
+                 tol: float = 1e-9, max_step: float = 4.0, coarse_points: int = 64, name: str | None = None) -> None:
+        # what messages call the contact: its tables, after its model's name where it has one (two
+        # contacts may join the same tables)
+        self.label = f"{window_i.name} / {window_j.name}" if name is None else f"{name} ({window_i.name} / {window_j.name})"
         if window_i.mode != window_j.mode:
-            raise ParameterError(f"contact {window_i.name} / {window_j.name}: both windows must use the same "
+            raise ParameterError(f"contact {self.label}: both windows must use the same "
                                  f"interpolation, not {window_i.interpolation} and {window_j.interpolation}")
         self.wi, self.wj = window_i, window_j
         self.max_iter, self.tol, self.max_step = max_iter, tol, max_step
@@ -249,7 +252,7 @@ class ContactPair:
             # (no neighbour is found for points that are not finite, or whose distance overflows)
             k = cKDTree(Pj).query(Pi)[1] if np.isfinite(Pi).all() and np.isfinite(Pj).all() else None
         if k is None or (k == len(Pj)).any():
-            raise ContactError(f"contact {self.wi.name} / {self.wj.name}: poses that put the surfaces' points at "
+            raise ContactError(f"contact {self.label}: poses that put the surfaces' points at "
                                f"non-finite coordinates or distances (c_i = {c_i.tolist()} m, c_j = {c_j.tolist()} m)")
         Nj = pj[:, 5:8] @ R_j.T
         depth = np.einsum("ij,ij->i", Pj[k] - Pi, Nj[k])
@@ -330,7 +333,7 @@ class ContactPair:
             self.work[L.PAIR_X:L.PAIR_X + 4] = x
         contact = Contact(_STATUSES[code], it_total, data)
         if code != _CONVERGED and strict:
-            raise ContactError(f"contact {wi.name} / {wj.name}: {contact.status} after {it_total} "
+            raise ContactError(f"contact {self.label}: {contact.status} after {it_total} "
                                f"iterations at (u_i, v_i, u_j, v_j) = {x.tolist()}, |F| = {contact.residual:.3e}")
         return contact
 

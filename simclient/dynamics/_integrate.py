@@ -520,10 +520,12 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
                 # a trial state far from the last accepted one (a large step into a stiff contact)
                 # can put the contact point off the tables: retry the segment with smaller steps,
                 # from the warm starts and windows of the accepted state (the failed trial's would
-                # fail the retry's first evaluation). A retry that fails again inside the step that
-                # failed before gives up: the motion itself leaves the tables there (a body off a
-                # table's edge), and ever smaller steps over the segment only took ever longer.
-                if retries == MAX_RETRIES or solver is RK4 or getattr(exc, "t_accepted", -math.inf) < failed_at:
+                # fail the retry's first evaluation). A retry that accepts steps and fails again
+                # inside the step that failed before gives up: the motion itself leaves the tables
+                # there (a body off a table's edge), and ever smaller steps over the segment only
+                # took ever longer. One that fails before accepting a step goes on to smaller ones:
+                # the first step into a contact can be too long for its trial stages.
+                if retries == MAX_RETRIES or solver is RK4 or t < getattr(exc, "t_accepted", t) < failed_at:
                     raise
                 failed_at = getattr(exc, "span_end", math.inf)
                 for p, state in zip(pairs, saved):

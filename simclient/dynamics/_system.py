@@ -55,7 +55,7 @@ class ContactModel:
 
     def __post_init__(self) -> None:
         if self.pair is None:
-            self.pair = ContactPair(self.i.window, self.j.window)
+            self.pair = ContactPair(self.i.window, self.j.window, name=self.name)
 
 
 class MultibodySystem:

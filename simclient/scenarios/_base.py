@@ -233,7 +233,7 @@ class Scenario(ABC):
 
     @abstractmethod
     def report(self, summary: Summary) -> str:
-        """A short human-readable report of a run."""
+        """A short human-readable report of a run (the command line adds a failed run's message)."""
 
     # -- command line ---------------------------------------------------------------------------
     @classmethod
