@@ -16,6 +16,7 @@ is ``-(v_i(P_i) - v_j(P_j)) . normal``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -175,16 +176,17 @@ class ContactPair:
         self.work[L.PAIR_X:L.PAIR_X + 4] = np.nan if value is None else value
 
     def follow(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, t: float,
-               ahead: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float] | None = None) -> float:
+               ahead: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]] | None = None
+               ) -> float:
         """Between contacts, at an accepted state of an integration (time ``t``, s; poses as for
         :meth:`detect`): the thesis' update rule for the common normal's points, so that the
         windows follow the bodies while no force needs them (a probe moves no window). Returns the
         time (s) those points would take to leave a window at the rates their parameters changed
         since the last call; inf where nothing bounds it (no common normal found, at rest, heading
         for the table's own edge). Where no earlier call gives the rates (the first call after a
-        start or a contact), they come from a probe at ``ahead``, the poses a short time ``dt`` (s)
-        later as ``(R_i, c_i, R_j, c_j, dt)`` (the windows and the warm start stay); without it,
-        from nothing: inf."""
+        start or a contact), they come from a probe at ``ahead()``, the poses a short time ``dt``
+        (s) later as ``(R_i, c_i, R_j, c_j, dt)`` (the windows and the warm start stay; called only
+        then); without it, from nothing: inf."""
         k = self.detect(R_i, c_i, R_j, c_j)
         last, self._followed = self._followed, (t, k.params.copy()) if k.converged else None
         if self._followed is None:
@@ -193,11 +195,12 @@ class ContactPair:
         if last is not None and t > last[0]:
             rate = (x - last[1]) / (t - last[0])
         elif ahead is not None:
-            probe = self.detect(*ahead[:4], update_windows=False)
+            Ri, ci, Rj, cj, dt = ahead()
+            probe = self.detect(Ri, ci, Rj, cj, update_windows=False)
             self.x = x
             if not (probe.converged or probe.status.left_window):
                 return math.inf
-            rate = (probe.params - x) / ahead[4]
+            rate = (probe.params - x) / dt
         else:
             return math.inf
         return min(self.wi.time_to_edge(x[0], x[1], rate[0], rate[1]),

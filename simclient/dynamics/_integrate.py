@@ -488,10 +488,10 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
                 speed = system.approach_speed(c)  # type: ignore[attr-defined]  # (a MultibodySystem)
                 limit = min(limit, (gap - FOLLOW_MARGIN / 2) / speed if speed > 0 else math.inf)
             else:
-                poses = (*system.surface_pose(c.i), *system.surface_pose(c.j))
-                ahead = (*system.surface_pose(c.i, FOLLOW_PROBE_TIME), *system.surface_pose(c.j, FOLLOW_PROBE_TIME),
-                         FOLLOW_PROBE_TIME)
-                limit = min(limit, c.pair.follow(*poses, tt, ahead) / 2)
+                def ahead(c: Any = c) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+                    return (*system.surface_pose(c.i, FOLLOW_PROBE_TIME), *system.surface_pose(c.j, FOLLOW_PROBE_TIME),
+                            FOLLOW_PROBE_TIME)
+                limit = min(limit, c.pair.follow(*system.surface_pose(c.i), *system.surface_pose(c.j), tt, ahead) / 2)
         return limit
 
     def stop_event(tt: float, yy: np.ndarray) -> float:
