@@ -133,8 +133,11 @@ def test_bad_input_is_a_clear_error(sample_tables, args, status, message):
 
 
 @pytest.mark.parametrize("args, status, message", [
-    (["run", "knee3d", "--rtol", "-1"], 1, "rtol positive"),
-    (["run", "knee2d", "--atol=-1e-9"], 1, "atol not negative"),
+    (["run", "knee3d", "--rtol", "-1"], 1, "knee3d: rtol must be positive and finite, got -1.0"),
+    (["run", "knee2d", "--atol=-1e-9"], 1, "knee2d: atol must be positive and finite, got -1e-09"),
+    # (atol 0 left the states' zero components without an error scale: scipy's solvers never ended)
+    (["run", "prosthetic-knee", "--atol", "0"], 1, "prosthetic-knee: atol must be positive and finite, got 0.0"),
+    (["run", "knee3d", "--atol", "0"], 1, "knee3d: atol must be positive and finite, got 0.0"),
     (["run", "artificial-knee", "--grid", "0x5"], 2, "sides must be at least 1"),
     (["run", "artificial-knee", "--pressure-grid", "50x0"], 2, "sides must be at least 1"),
     (["study", "knee2d-laws", "--workers", "0"], 2, "must be at least 1"),

@@ -437,7 +437,7 @@ def test_an_excursion_across_zero_inside_a_step_is_found_wherever_it_lies(direct
         assert root(t_c, 1.0 + 1e-4) is None, t_c
 
 
-def test_unknown_method_lists_the_methods():
+def test_unknown_method_and_bad_settings_are_refused():
     from simclient.dynamics import Body, MultibodySystem, integrate, simulate
     from simclient.errors import ParameterError
 
@@ -449,6 +449,10 @@ def test_unknown_method_lists_the_methods():
     for bad in (-1.0, 0.0, math.nan, math.inf):
         with pytest.raises(ParameterError, match="end time"):
             simulate(system, bad)
+    # (atol 0 leaves a state component that is zero without an error scale: scipy's solvers never end)
+    for rtol, atol in ((1e-9, 0.0), (0.0, 1e-12), (1e-9, -1e-12), (math.nan, 1e-12), (1e-9, math.inf)):
+        with pytest.raises(ParameterError, match="the tolerances must be positive and finite"):
+            simulate(system, 0.1, rtol=rtol, atol=atol)
 
 
 def test_revolute_joint_pendulum_swings_about_its_axis():

@@ -118,7 +118,7 @@ class Knee2DParams:
 
     def __post_init__(self) -> None:
         check_choices(self, "knee2d")
-        check_positive(self, "knee2d", "t_end", "pulse_duration")
+        check_positive(self, "knee2d", "t_end", "pulse_duration", "rtol", "atol")
         if not (0 < self.amplitude <= 1000):
             raise ParameterError(f"knee2d: the pulse amplitude must be in (0, 1000] N, got {self.amplitude}")
         if self.cr is not None and not 0 < self.cr <= 1:

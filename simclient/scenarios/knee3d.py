@@ -82,7 +82,7 @@ class KneeParams:
 
     def __post_init__(self) -> None:
         check_choices(self, "knee3d")
-        check_positive(self, "knee3d", "t_end", "max_step")
+        check_positive(self, "knee3d", "t_end", "max_step", "rtol", "atol")
 
 
 def flexion_deg(A: np.ndarray) -> float:

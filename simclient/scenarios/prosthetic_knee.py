@@ -99,7 +99,7 @@ class ProstheticKneeParams:
 
     def __post_init__(self) -> None:
         check_choices(self, "prosthetic-knee")
-        check_positive(self, "prosthetic-knee", "t_end", "stance_duration", "project_every")
+        check_positive(self, "prosthetic-knee", "t_end", "stance_duration", "project_every", "rtol", "atol")
         if not 0.01 <= self.stance_duration <= 100:  # (the quintic's coefficients overflow or divide by zero)
             raise ParameterError(f"prosthetic-knee: stance_duration must lie in [0.01, 100] s, got {self.stance_duration}")
         if not (abs(self.thigh_range) <= 90):
