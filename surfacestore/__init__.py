@@ -6,9 +6,11 @@ This package's root imports only the table format; the web service lives in
 
 from surfacestore.errors import (
     BlockTooLarge,
+    InsufficientSpace,
     InvalidTableName,
     RecordCorrupt,
     RecordOutOfRange,
+    StorageUnavailable,
     SurfaceStoreError,
     TableCorrupt,
     TableExists,
@@ -44,4 +46,6 @@ __all__ = [
     "RecordOutOfRange",
     "BlockTooLarge",
     "UnknownField",
+    "StorageUnavailable",
+    "InsufficientSpace",
 ]

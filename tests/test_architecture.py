@@ -77,6 +77,14 @@ def test_exported_members(package):
         assert getattr(mod, name) is not None
 
 
+@pytest.mark.parametrize("package", ["surfacestore", "simclient"])
+def test_every_error_is_exported_from_its_package(package):
+    """A user catches ``surfacestore.InsufficientSpace`` as ``surfacestore.TableNotFound`` (the
+    store's newest errors were missing from its package)."""
+    errors = importlib.import_module(f"{package}.errors")
+    assert set(errors.__all__) <= set(importlib.import_module(package).__all__)
+
+
 def test_simclient_api_is_pinned():
     import simclient
 
