@@ -655,6 +655,31 @@ def test_a_contact_point_at_a_pole_of_its_table_is_an_error(sample_tables):
     assert not res.success and "singular point of table i's parametrization" in res.message
 
 
+def test_a_contact_point_crossing_its_tables_seam_is_an_error_saying_where(sample_tables):
+    """Spun about its pole axis (x) at 40 rad/s, the ball's contact point runs along its equator,
+    whose longitude v reaches the table's seam, v = pi, after pi / 40 s. A table does not wrap: the
+    run fails, naming the table and its ranges, in the step that crosses the seam (the message gave
+    the step's end, past the seam, where the failure was in the step's events)."""
+    from simclient.dynamics import Body, ContactModel, MultibodySystem, Surface, simulate
+    from simclient.geometry import StorageWindow
+    from simclient.io import open_surface
+
+    m, radius, spin = 0.092, 0.02, 40.0
+    ball = Body("ball", mass=m, inertia=np.eye(3) * 0.4 * m * radius**2, position=np.array([0.0, 0.0, radius + 1e-4]),
+                omega=np.array([spin, 0.0, 0.0]))
+    ground = Body("ground", fixed=True)
+    contact = ContactModel("ball-ground",
+                           Surface(ball, StorageWindow(open_surface(sample_tables / "ball_333.zarr"), (3, 3))),
+                           Surface(ground, StorageWindow(open_surface(sample_tables / "ground.zarr"), (3, 9))),
+                           make_law("hertz", 5.5e9))
+    res = simulate(MultibodySystem([ball, ground], [contact]), 0.2, method="DOP853-jit")
+    assert not res.success
+    assert ("contact ball-ground: left table i (ball_333: u in [-1.5708, 1.5708], v in [-3.14159, 3.14159]; past an "
+            "edge, or a closed surface's seam, which tables do not wrap)") in res.message
+    t_from = float(res.message.rsplit("in the step from t = ", 1)[1].split()[0])
+    assert res.t[-1] <= t_from <= math.pi / spin
+
+
 def _dumbbell(tables, law="hertz", cr=1.0, raised=0.0):
     """Two balls of the sample table (R 20 mm) 60 mm apart on one body (0.184 kg), 1 mm above the
     ground, level (a body that lands on two supports at once) or with the right ball ``raised``

@@ -206,6 +206,16 @@ class ContactPair:
         return min(self.wi.time_to_edge(x[0], x[1], rate[0], rate[1]),
                    self.wj.time_to_edge(x[2], x[3], rate[2], rate[3]))
 
+    def describe(self, status: ContactStatus) -> str:
+        """``status`` as a message gives it: a table that was left with its name and parameter ranges
+        (tables do not wrap: past a sphere's longitude seam is off its table too)."""
+        if status not in (ContactStatus.LEFT_TABLE_I, ContactStatus.LEFT_TABLE_J):
+            return str(status)
+        w = self.wi if status == ContactStatus.LEFT_TABLE_I else self.wj
+        h = w.header
+        return (f"{status} ({w.name}: u in [{h.u0:.6g}, {h.u1:.6g}], v in [{h.v0:.6g}, {h.v1:.6g}]; past an edge, "
+                "or a closed surface's seam, which tables do not wrap)")
+
     def forget(self) -> None:
         """Start :meth:`follow`'s rates afresh (the contact closed, or the bodies moved apart)."""
         self._followed = None
@@ -336,7 +346,7 @@ class ContactPair:
             self.work[L.PAIR_X:L.PAIR_X + 4] = x
         contact = Contact(_STATUSES[code], it_total, data)
         if code != _CONVERGED and strict:
-            raise ContactError(f"contact {self.label}: {contact.status} after {it_total} "
+            raise ContactError(f"contact {self.label}: {self.describe(contact.status)} after {it_total} "
                                f"iterations at (u_i, v_i, u_j, v_j) = {x.tolist()}, |F| = {contact.residual:.3e}")
         return contact
 

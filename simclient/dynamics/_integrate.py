@@ -261,12 +261,12 @@ def _advance(fun: Callable[[float, np.ndarray], np.ndarray], t_span: tuple[float
     def bound_next(t: float, y: np.ndarray) -> None:
         if after_step is not None:
             run.max_step = min(max_step, max(after_step(t, y), MIN_FOLLOW_STEP))
+    ts, ys, dense = [t0], [np.asarray(y0, dtype=float)], []
     try:
         bound_next(t0, y0)
         g = [ev(t0, y0) for ev in events]
         grazes = [getattr(ev, "graze", False) for ev in events]
         rates: list[float | None] = [None] * len(events)  # the graze events' slopes at the step's start
-        ts, ys, dense = [t0], [np.asarray(y0, dtype=float)], []
         status, message, fired = None, "", None
         while status is None:
             message = run.step() or ""
@@ -307,9 +307,13 @@ def _advance(fun: Callable[[float, np.ndarray], np.ndarray], t_span: tuple[float
             ts.append(t)
             ys.append(y)
             dense.append(sol)
-    except ContactError as exc:  # where: the last accepted time and the end of the step tried from it
+    except ContactError as exc:
+        # where: the start of the failing step (the last state this segment accepted: the solver's
+        # own time has moved to the step's end where an event or the following failed), for the
+        # message; and, for simulate's retries, the solver's time and the end of the step it would
+        # try from there
         h = getattr(run, "h_abs", None) or (run.t - run.t_old if run.t_old is not None else 0.0)
-        exc.t_accepted, exc.span_end = run.t, run.t + h  # type: ignore[attr-defined]
+        exc.t_from, exc.t_reached, exc.span_end = ts[-1], run.t, run.t + h  # type: ignore[attr-defined]
         raise
     return _Segment(t=np.array(ts), y=np.array(ys).T, sol=OdeSolution(ts, dense), status=status, message=message,
                     fired=fired, nfev=run.nfev)
@@ -526,7 +530,7 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
                 # there (a body off a table's edge), and ever smaller steps over the segment only
                 # took ever longer. One that fails before accepting a step goes on to smaller ones:
                 # the first step into a contact can be too long for its trial stages.
-                if retries == MAX_RETRIES or solver is RK4 or t < getattr(exc, "t_accepted", t) < failed_at:
+                if retries == MAX_RETRIES or solver is RK4 or t < getattr(exc, "t_reached", t) < failed_at:
                     raise
                 failed_at = getattr(exc, "span_end", math.inf)
                 for p, state in zip(pairs, saved):
@@ -562,7 +566,7 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
     except SimulationError as exc:
         status, message = -1, str(exc)
     except ContactError as exc:  # (found in the step after the last state reached, or at the start)
-        status, message = -1, f"{exc}, in the step from t = {getattr(exc, 't_accepted', t):.6g} s"
+        status, message = -1, f"{exc}, in the step from t = {getattr(exc, 't_from', t):.6g} s"
     return SimulationResult(status=status, message=message, t=np.concatenate(ts), y=np.concatenate(ys, axis=1),
                             nfev=nfev, steps=steps, events=events, segments=segments,
                             wall_s=time.perf_counter() - t0)

@@ -231,7 +231,8 @@ class MultibodySystem:
         bound = self.broad_gap(c)
         if bound is not None and bound > margin:
             return bound
-        raise ContactError(f"contact {c.name}: {k.status} at (u_i, v_i, u_j, v_j) = {k.params.tolist()}")
+        raise ContactError(f"contact {c.name}: {c.pair.describe(k.status)} at (u_i, v_i, u_j, v_j) = "
+                           f"{k.params.tolist()}")
 
     # -- equations of motion -----------------------------------------------------------------------
 
