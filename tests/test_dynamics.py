@@ -722,15 +722,11 @@ def test_a_ball_sliding_in_a_bowl_swings_as_a_pendulum(sample_tables, tmp_path):
     quarter = ts[k - 1] - x[k - 1] * (ts[k] - ts[k - 1]) / (x[k] - x[k - 1])
     assert quarter == pytest.approx(math.sqrt(L / g) * ellipk(math.sin(theta0 / 2) ** 2), rel=1e-6)
     assert x.min() == pytest.approx(-L * math.sin(theta0), rel=1e-6)
-
-    def energy(t):  # (in time order, the windows following the contact point as in the run)
-        y = res.sol(t)
-        system.set_state(y)
-        system.detect(contact)
-        return system.energy(y)
-    e = [energy(t) for t in ts[::25]]
-    assert np.ptp(e) <= 1e-9 * m * g * L * (1 - math.cos(theta0))
     assert contact.j.window.updates >= 2
+    # any state's energy, asked in any order after the run (the energy moves the windows to the
+    # state's contact point: it read a window the run had left, 1.7e-7 J off at states it no longer held)
+    e = [system.energy(res.sol(t)) for t in ts[::-25]]
+    assert np.ptp(e) <= 1e-9 * m * g * L * (1 - math.cos(theta0))
 
 
 def test_a_ball_on_a_shaking_platform_leaves_and_lands_as_the_one_dimensional_model_does(sample_tables):

@@ -376,9 +376,17 @@ class PlanarSystem:
         self.set_state(y, t)
         return y
 
-    def energy(self, y: np.ndarray) -> float:
-        """Kinetic + gravitational energy (J) plus the contacts' elastic energy."""
+    def place_windows(self, y: np.ndarray) -> None:
+        """Set state ``y`` and move every contact's windows to its contact point there
+        (:meth:`MultibodySystem.place_windows`)."""
         self.set_state(y)
+        for c in self.contacts:
+            c.pair.detect(*self.surface_pose(c.i), *self.surface_pose(c.j))
+
+    def energy(self, y: np.ndarray) -> float:
+        """Kinetic + gravitational energy (J) plus the contacts' elastic energy, the windows moved
+        to ``y``'s contact points first (any state can be asked, in any order)."""
+        self.place_windows(y)
         n3 = 3 * self.n
         q, v = y[:n3], y[n3:]
         e = 0.5 * float(self._M @ (v * v))

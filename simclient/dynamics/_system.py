@@ -346,11 +346,23 @@ class MultibodySystem:
             dy[13 * f + 10:13 * f + 13] = acc[6 * f + 3:6 * f + 6]
         self.set_state(y)
 
+    def place_windows(self, y: np.ndarray) -> None:
+        """Set state ``y`` and move every contact's windows to its contact point there by the
+        update rule, as a run does at its accepted states. For looking at any state after a run:
+        the probes (:meth:`gap`) read the windows where they are, and where a run has moved them
+        on, a state they no longer hold gives the gap at a window's edge."""
+        self.set_state(y)
+        for c in self.contacts:
+            assert c.pair is not None
+            c.pair.detect(*self.surface_pose(c.i), *self.surface_pose(c.j))
+
     def energy(self, y: np.ndarray, gap: Callable[[ContactModel, np.ndarray], float] | None = None) -> float:
         """Kinetic + gravitational + elastic contact energy (J) at state ``y`` (contacts that
         indent contribute their law's elastic energy); ``gap(contact, y)`` is the probe (m) to use
-        (default :meth:`gap`; e.g. a compiled system's, :func:`simclient.dynamics.compile_system`)."""
-        self.set_state(y)
+        (default :meth:`gap`; e.g. a compiled system's, :func:`simclient.dynamics.compile_system`).
+        The windows are moved to ``y``'s contact points first (:meth:`place_windows`): any state
+        can be asked, in any order."""
+        self.place_windows(y)
         e = 0.0
         for b in self.free:
             k = 13 * self.index[id(b)]

@@ -138,9 +138,10 @@ def bouncing_ball(ball: str | Source, ground: str | Source, params: BallParams =
     # window statistics and moves of the run itself (post-processing below moves the windows again)
     windows = {"ball": w_ball.stats, "ground": w_ground.stats}
     moves = {"ball": list(w_ball.moves), "ground": list(w_ground.moves)}
+    wait_s = w_ball.wait_s + w_ground.wait_s - wait0
     values = {**_impacts(system, contact, res, p), "law": p.law, "method": p.method,
               "interpolation": p.interpolation, "wall_s": res.wall_s, "setup_s": setup_s,
-              "window_wait_s": w_ball.wait_s + w_ground.wait_s - wait0, "steps": res.steps,
+              "window_wait_s": wait_s, "steps": res.steps,
               "rhs_evaluations": res.nfev, "status": "ok" if res.success else "failed", "message": res.message,
               "tables": {"ball": src_ball.name, "ground": src_ground.name}, "windows": windows}
     return Summary("bouncing-ball", values, {"result": res, "system": system, "contact": contact, "moves": moves,
@@ -150,8 +151,13 @@ def bouncing_ball(ball: str | Source, ground: str | Source, params: BallParams =
 def _impacts(system: MultibodySystem, contact: ContactModel, res: SimulationResult, p: BallParams) -> dict[str, Any]:
     """Each impact's largest indentation (the dense output sampled at 21 instants, then the
     maximum located by bounded Brent to 1e-12 s), its duration, and the energy drift (J, relative)
-    over up to 400 of the steps. Probes run compiled where the system compiles."""
-    gap = gap_probe(system, compile_system(system)[0])
+    over up to 400 of the steps. Probes run compiled where the system compiles, on windows moved to
+    each state probed (the run has moved them on since)."""
+    probe = gap_probe(system, compile_system(system)[0])
+
+    def gap(c: ContactModel, y: np.ndarray) -> float:
+        system.place_windows(y)
+        return probe(c, y)
     onsets = [e for e in res.events if e["type"] == "onset"]
     seps = [e for e in res.events if e["type"] == "separation"]
     max_ind, durations, t_max = [], [], []
@@ -166,7 +172,7 @@ def _impacts(system: MultibodySystem, contact: ContactModel, res: SimulationResu
         max_ind.append(peak)
         t_max.append(at)
         durations.append(float(t1 - on["t"]))
-    e = np.array([system.energy(res.y[:, k], gap) for k in range(0, res.y.shape[1], max(1, res.y.shape[1] // 400))])
+    e = np.array([system.energy(res.y[:, k], probe) for k in range(0, res.y.shape[1], max(1, res.y.shape[1] // 400))])
     drift = float(np.max(np.abs(e - e[0])) / abs(e[0])) if len(e) else 0.0
     return {"impacts": len(onsets), "impact_times_s": [float(o["t"]) for o in onsets],
             "impact_velocities_m_s": [float(o["impact_velocity"]) for o in onsets],
