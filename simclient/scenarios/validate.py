@@ -217,7 +217,7 @@ def planar_drop(tables: Root | None, gap: float = 0.005, mass: float = 1.0) -> t
     end = next((e["t"] for e in res.events if e["type"] == "separation"), float(res.t[-1]))
     depth = 0.0
     for tt in np.linspace(onset, end, 4001):
-        system.set_state(res.sol(float(tt)))
+        system.place_windows(res.sol(float(tt)))
         depth = max(depth, -system.gap(contact))
     expected = float(brentq(lambda d: 0.4 * K * d**2.5 - mass * G * (gap + d), 0.0, 0.05))
     return depth, expected
