@@ -795,6 +795,35 @@ def test_a_ball_on_a_shaking_platform_leaves_and_lands_as_the_one_dimensional_mo
     assert np.allclose([res.sol(t)[2] for t in ts], [ref.sol(t)[0] for t in ts], rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("method", ["DOP853-jit", "DOP853"])
+def test_a_system_simulated_again_runs_as_it_did_the_first_time(sample_tables, method):
+    """The sample ball bouncing along the ground at 1 m/s (the ground's window moving under it),
+    ending inside its fourth contact: simulated again, the same system gives the same run, to the
+    bit. (Before, the second run began where the first ended: its contact in contact mode and the
+    ground's window 100 mm ahead; its first event was a separation at 14.5 ms, the onset before it
+    missed, and the run said it finished.)"""
+    from simclient.dynamics import Body, ContactModel, MultibodySystem, Surface, simulate
+    from simclient.geometry import StorageWindow
+    from simclient.io import open_surface
+
+    ball = Body("ball", mass=0.092, inertia=np.eye(3) * 1.472e-5, position=np.array([-0.08, 0.0, 0.021]),
+                velocity=np.array([1.0, 0.0, 0.0]))
+    contact = ContactModel("ball-ground",
+                           Surface(ball, StorageWindow(open_surface(sample_tables / "ball_333.zarr"), (3, 3),
+                                                       centre=(0, 0))),
+                           Surface(Body("ground", fixed=True),
+                                   StorageWindow(open_surface(sample_tables / "ground.zarr"), (3, 5),
+                                                 centre=(0.0, -0.08))),
+                           make_law("hertz", 5.5e9))
+    system = MultibodySystem([ball, contact.j.body], [contact])
+    first = simulate(system, 0.1007, method=method)
+    assert first.success and contact.active and contact.j.window.updates >= 4
+    again = simulate(system, 0.1007, method=method)
+    assert again.success, again.message
+    assert again.events == first.events
+    assert np.array_equal(again.t, first.t) and np.array_equal(again.y, first.y)
+
+
 def _dumbbell(tables, law="hertz", cr=1.0, raised=0.0):
     """Two balls of the sample table (R 20 mm) 60 mm apart on one body (0.184 kg), 1 mm above the
     ground, level (a body that lands on two supports at once) or with the right ball ``raised``

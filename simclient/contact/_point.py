@@ -164,6 +164,7 @@ class ContactPair:
         self._address = self.ints.ctypes.data
         self._solve_warm = self.warm_kernel  # (an instance attribute: the cheapest look-up)
         self._followed: tuple[float, np.ndarray] | None = None  # (t, parameters) of the last follow()
+        self._start = self.checkpoint()  # (for reset)
 
     @property
     def x(self) -> np.ndarray | None:
@@ -219,6 +220,12 @@ class ContactPair:
     def forget(self) -> None:
         """Start :meth:`follow`'s rates afresh (the contact closed, or the bodies moved apart)."""
         self._followed = None
+
+    def reset(self) -> None:
+        """Back to where the pair began: its windows on the placements they had then, no warm start,
+        nothing followed (a system simulated again starts as it did the first time)."""
+        self.restore(self._start)
+        self.forget()
 
     def checkpoint(self) -> tuple[np.ndarray | None, RecordBlock | None, RecordBlock | None]:
         """The pair's warm start and its windows' placements, for :meth:`restore`."""
