@@ -730,9 +730,12 @@ def test_a_ball_sliding_in_a_bowl_swings_as_a_pendulum(sample_tables, tmp_path):
         Surface(Body("bowl", fixed=True), StorageWindow(open_surface(bowl_table), (3, 3), centre=(0, theta0))),
         make_law("hertz", K))
     system = MultibodySystem([ball, contact.j.body], [contact], gravity=(0, 0, -g))
+    e0 = system.energy(system.initial_state())
     res = simulate(system, 0.5, method="DOP853-jit")
     assert res.success, res.message
     assert [e["type"] for e in res.events] == ["onset"]  # (in contact from the start, throughout)
+    # the start's energy asked at the run's end, 200 mm along the bowl from where its windows are
+    assert system.energy(res.sol(0.0)) == pytest.approx(e0, rel=1e-14)
     ts = np.linspace(0.0, res.t[-1], 5001)
     x = np.array([res.sol(t)[0] for t in ts])
     k = int(np.argmax(x <= 0))  # the first passage through the bottom, a quarter period
@@ -795,33 +798,54 @@ def test_a_ball_on_a_shaking_platform_leaves_and_lands_as_the_one_dimensional_mo
     assert np.allclose([res.sol(t)[2] for t in ts], [ref.sol(t)[0] for t in ts], rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize("method", ["DOP853-jit", "DOP853"])
-def test_a_system_simulated_again_runs_as_it_did_the_first_time(sample_tables, method):
-    """The sample ball bouncing along the ground at 1 m/s (the ground's window moving under it),
-    ending inside its fourth contact: simulated again, the same system gives the same run, to the
-    bit. (Before, the second run began where the first ended: its contact in contact mode and the
-    ground's window 100 mm ahead; its first event was a separation at 14.5 ms, the onset before it
-    missed, and the run said it finished.)"""
-    from simclient.dynamics import Body, ContactModel, MultibodySystem, Surface, simulate
+def _ball_along_ground(tables):
+    """The sample ball 1 mm above the sample ground at x = -80 mm, flying along it at 1 m/s (it
+    bounces every 29 ms; the ground's window, 3 x 5 records, moves under it)."""
+    from simclient.dynamics import Body, ContactModel, MultibodySystem, Surface
     from simclient.geometry import StorageWindow
     from simclient.io import open_surface
 
     ball = Body("ball", mass=0.092, inertia=np.eye(3) * 1.472e-5, position=np.array([-0.08, 0.0, 0.021]),
                 velocity=np.array([1.0, 0.0, 0.0]))
     contact = ContactModel("ball-ground",
-                           Surface(ball, StorageWindow(open_surface(sample_tables / "ball_333.zarr"), (3, 3),
-                                                       centre=(0, 0))),
+                           Surface(ball, StorageWindow(open_surface(tables / "ball_333.zarr"), (3, 3), centre=(0, 0))),
                            Surface(Body("ground", fixed=True),
-                                   StorageWindow(open_surface(sample_tables / "ground.zarr"), (3, 5),
-                                                 centre=(0.0, -0.08))),
+                                   StorageWindow(open_surface(tables / "ground.zarr"), (3, 5), centre=(0.0, -0.08))),
                            make_law("hertz", 5.5e9))
-    system = MultibodySystem([ball, contact.j.body], [contact])
+    return MultibodySystem([ball, contact.j.body], [contact]), contact
+
+
+@pytest.mark.parametrize("method", ["DOP853-jit", "DOP853"])
+def test_a_system_simulated_again_runs_as_it_did_the_first_time(sample_tables, method):
+    """The ball flying along the ground, ending inside its fourth contact: simulated again, the same
+    system gives the same run, to the bit. (Before, the second run began where the first ended: its
+    contact in contact mode and the ground's window 100 mm ahead; its first event was a separation
+    at 14.5 ms, the onset before it missed, and the run said it finished.)"""
+    from simclient.dynamics import simulate
+
+    system, contact = _ball_along_ground(sample_tables)
     first = simulate(system, 0.1007, method=method)
     assert first.success and contact.active and contact.j.window.updates >= 4
     again = simulate(system, 0.1007, method=method)
     assert again.success, again.message
     assert again.events == first.events
     assert np.array_equal(again.t, first.t) and np.array_equal(again.y, first.y)
+
+
+def test_windows_are_placed_for_a_state_far_from_the_last(sample_tables):
+    """After the ball's run along the ground (x = -80 to 78 mm), ``place_windows`` for its first
+    contact (x = -66 mm, 144 mm back) moves the ground's window to hold its contact point: the probe
+    then converges without moving it. (Each detection moves a window at most eight times, and
+    started again from the last converged point: the window stopped 28 mm short, and the probe read
+    its edge.)"""
+    from simclient.dynamics import simulate
+
+    system, contact = _ball_along_ground(sample_tables)
+    res = simulate(system, 0.1585, method="DOP853-jit")
+    assert res.success and res.events[0]["type"] == "onset"
+    system.place_windows(res.sol(res.events[0]["t"] + 1e-4))
+    k = contact.pair.detect(*system.surface_pose(contact.i), *system.surface_pose(contact.j), update_windows=False)
+    assert k.converged and k.indentation > 0
 
 
 def _dumbbell(tables, law="hertz", cr=1.0, raised=0.0):

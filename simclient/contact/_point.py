@@ -38,6 +38,8 @@ _CHECK, _X = L.PAIR_CHECK, L.CONTACT_X
 _CONTACT_SHAPE = (L.CONTACT_SIZE,)  # (a shape tuple: the cheapest np.empty)
 _EVALUATIONS, _ITERATIONS = L.PAIR_EVALUATIONS, L.PAIR_ITERATIONS
 _empty = np.empty
+#: most detections :meth:`ContactPair.place` makes (each moves the windows up to 8 times)
+PLACE_DETECTIONS = 8
 
 
 def _vector(offset: int, doc: str) -> property:
@@ -220,6 +222,17 @@ class ContactPair:
     def forget(self) -> None:
         """Start :meth:`follow`'s rates afresh (the contact closed, or the bodies moved apart)."""
         self._followed = None
+
+    def place(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> Contact:
+        """:meth:`detect`, again from where it stopped while its iterate leaves a window: the windows
+        to the contact point of a pose far from the last one (a detection moves them up to 8 times,
+        some records each, and starts from the last converged point)."""
+        for _ in range(PLACE_DETECTIONS):
+            k = self.detect(R_i, c_i, R_j, c_j)
+            if not k.status.left_window:
+                break
+            self.x = k.params
+        return k
 
     def reset(self) -> None:
         """Back to where the pair began: its windows on the placements they had then, no warm start,

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from simclient.contact import Contact, ContactForce, ForceLaw, planar_pose
+from simclient.contact import Contact, ContactForce, ContactPair, ForceLaw, planar_pose
 from simclient.dynamics._loads import Load
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.geometry import StorageWindow, rot2
@@ -381,7 +381,8 @@ class PlanarSystem:
         (:meth:`MultibodySystem.place_windows`)."""
         self.set_state(y)
         for c in self.contacts:
-            c.pair.detect(*self.surface_pose(c.i), *self.surface_pose(c.j))
+            if isinstance(c.pair, ContactPair):  # (a circle pair has no windows)
+                c.pair.place(*self.surface_pose(c.i), *self.surface_pose(c.j))
 
     def energy(self, y: np.ndarray) -> float:
         """Kinetic + gravitational energy (J) plus the contacts' elastic energy, the windows moved

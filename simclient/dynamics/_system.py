@@ -354,7 +354,7 @@ class MultibodySystem:
         self.set_state(y)
         for c in self.contacts:
             assert c.pair is not None
-            c.pair.detect(*self.surface_pose(c.i), *self.surface_pose(c.j))
+            c.pair.place(*self.surface_pose(c.i), *self.surface_pose(c.j))
 
     def energy(self, y: np.ndarray, gap: Callable[[ContactModel, np.ndarray], float] | None = None) -> float:
         """Kinetic + gravitational + elastic contact energy (J) at state ``y`` (contacts that
