@@ -166,7 +166,7 @@ class ContactPair:
         self._address = self.ints.ctypes.data
         self._solve_warm = self.warm_kernel  # (an instance attribute: the cheapest look-up)
         self._followed: tuple[float, np.ndarray] | None = None  # (t, parameters) of the last follow()
-        self._start = self.checkpoint()  # (for reset)
+        self._start: tuple[np.ndarray | None, RecordBlock | None, RecordBlock | None] | None = None  # (start())
 
     @property
     def x(self) -> np.ndarray | None:
@@ -234,9 +234,12 @@ class ContactPair:
             self.x = k.params
         return k
 
-    def reset(self) -> None:
-        """Back to where the pair began: its windows on the placements they had then, no warm start,
-        nothing followed (a system simulated again starts as it did the first time)."""
+    def start(self) -> None:
+        """A run's start: the first call keeps the pair's warm start and windows' placements, every
+        later one goes back to them, with nothing followed (a system simulated again starts as it
+        did the first time, not where its last run ended)."""
+        if self._start is None:
+            self._start = self.checkpoint()
         self.restore(self._start)
         self.forget()
 

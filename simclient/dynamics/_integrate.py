@@ -508,12 +508,12 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
 
     try:
         # a system simulated again starts as it did the first time: its contacts apart, their
-        # windows where they were placed and no warm start (a run leaves them where it ended); then
+        # windows and warm starts as they were then (a run leaves them where it ended); then
         # contacts already closed at t = 0 start in contact mode
         for c in system.contacts:
             c.active, c.impact_velocity = False, 0.0
             if isinstance(c.pair, ContactPair):
-                c.pair.reset()
+                c.pair.start()
         system.set_state(y)
         for c in system.contacts:
             if system.gap(c) < 0:
