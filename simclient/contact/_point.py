@@ -223,15 +223,19 @@ class ContactPair:
         """Start :meth:`follow`'s rates afresh (the contact closed, or the bodies moved apart)."""
         self._followed = None
 
-    def place(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> Contact:
+    def place(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray,
+              strict: bool = False) -> Contact:
         """:meth:`detect`, again from where it stopped while its iterate leaves a window: the windows
         to the contact point of a pose far from the last one (a detection moves them up to 8 times,
-        some records each, and starts from the last converged point)."""
+        some records each, and starts from the last converged point). ``strict``: a pose without a
+        contact point at the end raises, as :meth:`detect` does."""
         for _ in range(PLACE_DETECTIONS):
             k = self.detect(R_i, c_i, R_j, c_j)
             if not k.status.left_window:
                 break
             self.x = k.params
+        if strict and not k.converged:
+            k = self.detect(R_i, c_i, R_j, c_j, strict=True)  # (once more, raising where it fails again)
         return k
 
     def start(self) -> None:
@@ -379,7 +383,8 @@ class ContactPair:
         of placements): ``R`` stacks (n x 3 x 3) or one matrix, ``c`` stacks (n x 3) or one vector,
         each pose warm-started from the last converged one. The poses run in one compiled loop;
         a pose that needs a window moved, or whose solve does not converge from its warm start,
-        goes through :meth:`detect` (same results, same errors with ``strict``)."""
+        goes through :meth:`place` (:meth:`detect` without ``update_windows``; same results, same
+        errors with ``strict``)."""
         n = max(len(a) if np.ndim(a) == nd else 1 for a, nd in ((R_i, 3), (c_i, 2), (R_j, 3), (c_j, 2)))
         Ri, Rj = (np.ascontiguousarray(np.broadcast_to(R, (n, 3, 3)), dtype=float) for R in (R_i, R_j))
         ci, cj = (np.ascontiguousarray(np.broadcast_to(c, (n, 3)), dtype=float) for c in (c_i, c_j))
@@ -399,7 +404,10 @@ class ContactPair:
                 k = done
                 if k == n:
                     break
-            c = self.detect(Ri[k], ci[k], Rj[k], cj[k], strict=strict, update_windows=update_windows)
+            if update_windows:  # (the first pose may be far from the windows: after a run, its start)
+                c = self.place(Ri[k], ci[k], Rj[k], cj[k], strict=strict)
+            else:
+                c = self.detect(Ri[k], ci[k], Rj[k], cj[k], strict=strict, update_windows=False)
             status[k], data[k] = int(c.status), c._d
             k += 1
         return Contacts(status, data)
