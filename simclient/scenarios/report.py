@@ -117,12 +117,10 @@ def save_surfaces_vtk(summary: Summary, out: Path, name: str, frames: int = 100,
             surfaces.setdefault(id(side), (side.window.name, side))
     entries = []
     for k, t in enumerate(np.linspace(0.0, float(res.t[-1]), frames)):
-        system.set_state(res.sol(t))
-        for c in system.contacts:
-            try:
-                system.detect(c)  # the windows follow the contact point, as in the run
-            except SimClientError:
-                pass  # no contact point at this pose: the windows stay where they are
+        try:
+            system.place_windows(res.sol(t))  # the windows on the contact points, as in the run
+        except SimClientError:
+            pass  # no contact point at this pose: the windows stay where they are
         for label, surface in surfaces.values():
             w = surface.window
             pts = w.points()
