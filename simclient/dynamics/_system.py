@@ -346,15 +346,17 @@ class MultibodySystem:
             dy[13 * f + 10:13 * f + 13] = acc[6 * f + 3:6 * f + 6]
         self.set_state(y)
 
-    def place_windows(self, y: np.ndarray) -> None:
+    def place_windows(self, y: np.ndarray) -> list[Contact]:
         """Set state ``y`` and move every contact's windows to its contact point there by the
-        update rule, as a run does at its accepted states. For looking at any state after a run:
-        the probes (:meth:`gap`) read the windows where they are, and where a run has moved them
-        on, a state they no longer hold gives the gap at a window's edge."""
+        update rule, as a run does at its accepted states; the contacts found there. For looking
+        at any state after a run: the probes (:meth:`gap`) read the windows where they are, and
+        where a run has moved them on, a state they no longer hold gives the gap at a window's edge."""
         self.set_state(y)
+        found = []
         for c in self.contacts:
             assert c.pair is not None
-            c.pair.place(*self.surface_pose(c.i), *self.surface_pose(c.j))
+            found.append(c.pair.place(*self.surface_pose(c.i), *self.surface_pose(c.j)))
+        return found
 
     def energy(self, y: np.ndarray, gap: Callable[[ContactModel, np.ndarray], float] | None = None) -> float:
         """Kinetic + gravitational + elastic contact energy (J) at state ``y`` (contacts that

@@ -137,12 +137,13 @@ def knee3d(tables: Tables, params: KneeParams = KneeParams()) -> Summary:
         hist[f"{c.name}_indentation_m"] = np.empty(p.samples)
         hist[f"{c.name}_force_N"] = np.empty(p.samples)
     for n, y in enumerate(Y.T):
-        system.place_windows(y)  # (the run has moved them on: a probe reads them where they are)
+        # the contacts there, on windows moved to them (the run has moved them on since)
+        found = system.place_windows(y)
         A = system.pose(tibia)[1]
         hist["flexion_deg"][n] = flexion_deg(A)
         hist["internal_rotation_deg"][n] = internal_rotation_deg(A)
-        for c in contacts:
-            ind = max(-system.gap(c), 0.0)
+        for c, k in zip(contacts, found):
+            ind = max(k.indentation if k.converged else -system.gap(c), 0.0)
             hist[f"{c.name}_indentation_m"][n] = ind
             hist[f"{c.name}_force_N"][n] = c.law.normal_force(ind, 0.0, 1.0)  # the elastic part
     peak = {lig.name: float(hist[f"ligament_{lig.name}_N"].max()) for lig in ligaments}
