@@ -142,8 +142,8 @@ def knee3d(tables: Tables, params: KneeParams = KneeParams()) -> Summary:
         A = system.pose(tibia)[1]
         hist["flexion_deg"][n] = flexion_deg(A)
         hist["internal_rotation_deg"][n] = internal_rotation_deg(A)
-        for c, k in zip(contacts, found):
-            ind = max(k.indentation if k.converged else -system.gap(c), 0.0)
+        for c, hit in zip(contacts, found):
+            ind = max(hit.indentation if hit.converged else -system.gap(c), 0.0)
             hist[f"{c.name}_indentation_m"][n] = ind
             hist[f"{c.name}_force_N"][n] = c.law.normal_force(ind, 0.0, 1.0)  # the elastic part
     peak = {lig.name: float(hist[f"ligament_{lig.name}_N"].max()) for lig in ligaments}
