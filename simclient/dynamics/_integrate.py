@@ -471,6 +471,7 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
             events.append({"t": tt, "contact": c.name, "type": "onset", "impact_velocity": c.impact_velocity})
 
     followed = [c for c in system.contacts if isinstance(getattr(c, "pair", None), ContactPair)]
+    pairs: list[ContactPair] = [c.pair for c in followed]
     broad_gap = getattr(system, "broad_gap", None)  # (profiles have no bounding volumes: always followed)
 
     def follow(tt: float, yy: np.ndarray) -> float:
@@ -512,15 +513,14 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
         # contacts already closed at t = 0 start in contact mode
         for c in system.contacts:
             c.active, c.impact_velocity = False, 0.0
-            if isinstance(c.pair, ContactPair):
-                c.pair.start()
+        for p in pairs:
+            p.start()
         system.set_state(y)
         for c in system.contacts:
             if system.gap(c) < 0:
                 switch(c, 0.0, y)
         stopped = False
         retries, segment_options, failed_at = 0, dict(options), -math.inf
-        pairs = [c.pair for c in system.contacts if isinstance(getattr(c, "pair", None), ContactPair)]
         while t < t_end - 1e-15 and not stopped:
             evs = [make_event(c) for c in system.contacts] + ([stop_event] if stop is not None else [])
             t_next = t_end if project_every is None else min(t_end, t + project_every)
