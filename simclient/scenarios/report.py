@@ -42,8 +42,8 @@ def save_bouncing_ball(summary: Summary, out: Path) -> list[Path]:
     ind = np.empty(len(t))
     force = np.empty(len(t))
     for k, yy in enumerate(y):
-        system.place_windows(yy)  # (the run has moved them on: a probe reads them where they are)
-        ind[k] = max(-system.gap(contact), 0.0)
+        hit = system.place_windows(yy)[0]  # (on windows moved to it: the run has moved them on since)
+        ind[k] = max(hit.indentation if hit.converged else -system.gap(contact), 0.0)
         force[k] = contact.law.normal_force(ind[k], 0.0, 1.0)  # the elastic part
     files = [out / "bouncing_ball.npz", out / "bouncing_ball.csv", out / "bouncing_ball.png"]
     np.savez(files[0], t=t, position=y[:, 0:3], velocity=y[:, 7:10], indentation=ind, force_elastic=force)
