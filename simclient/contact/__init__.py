@@ -6,7 +6,8 @@
   plane, :class:`ProfilePair` does the same for two profile tables and :class:`CirclePair` gives the
   closed-form circle and line cases.
 - Force laws: a :class:`ForceLaw` takes a contact and the relative velocity and returns a
-  :class:`ContactForce`; :func:`make_law` looks one up by name in :data:`LAWS`.
+  :class:`ContactForce`; :func:`make_law` looks one up by name in :data:`LAWS`. :class:`Friction`
+  adds regularized Coulomb friction to a point contact's force (Simbody's Stribeck model).
 - Elastic foundation: an :class:`ElementDetector` finds the elements of grids on a fixed table in
   contact with a moving table (:class:`ElementContact`); :class:`FoundationContact` applies a layer
   law (:class:`LinearLayer`, :class:`NonlinearLayer`) and returns a :class:`CompartmentResult` each;
@@ -18,6 +19,7 @@
 """
 
 from simclient.contact._elements import QUADRATURES, ElementContact, ElementDetector, ElementGrid, element_grid
+from simclient.contact._friction import FRICTION_PARAMS_SIZE, Friction, friction_coefficient
 from simclient.contact._foundation import (
     CompartmentResult,
     FoundationContact,
@@ -65,4 +67,5 @@ __all__ = ["QUADRATURES", "ContactPair", "Contact", "Contacts", "ContactStatus",
            "layer_result", "power_gap_strain_ratios", "solve_contact", "ProfilePair", "CirclePair", "planar_pose",
            "solve_profile_contact",
            "Layer", "winkler_modulus", "incompressible_modulus", "shape_ratio", "force_factor", "EllipticContact",
-           "incompressible_contact", "compressible_law", "incompressible_law"]
+           "incompressible_contact", "compressible_law", "incompressible_law", "Friction", "friction_coefficient",
+           "FRICTION_PARAMS_SIZE"]

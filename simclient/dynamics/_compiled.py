@@ -28,7 +28,7 @@ import numpy as np
 from scipy.integrate import DOP853, DenseOutput
 from scipy.integrate._ivp.rk import Dop853DenseOutput  # (scipy's own, which DOP853 builds)
 
-from simclient.contact import ContactPair, ContactStatus, law_force, solve_contact
+from simclient.contact import FRICTION_PARAMS_SIZE, ContactPair, ContactStatus, friction_coefficient, law_force, solve_contact
 from simclient.dynamics._bodies import Body
 from simclient.dynamics._loads import Ligament, spring_force
 from simclient.dynamics._system import MultibodySystem, _apply, _poses, _rates
@@ -41,9 +41,9 @@ __all__ = ["CompiledDOP853", "compile_system", "gap_probe", "ligament_forces"]
 _CONVERGED = int(ContactStatus.CONVERGED)
 _LEFT_WINDOW_I, _LEFT_WINDOW_J = int(ContactStatus.LEFT_WINDOW_I), int(ContactStatus.LEFT_WINDOW_J)
 # contact rows: integers, then floats
-_CI_BODY_I, _CI_BODY_J, _CI_LAW, _CI_ACTIVE = range(4)
-_CF_IMPACT, _CF_LAW, _CF_SQ_I, _CF_AQ_I, _CF_SQ_J, _CF_AQ_J = 0, 1, 6, 9, 18, 21
-_CF_SIZE = 30
+_CI_BODY_I, _CI_BODY_J, _CI_LAW, _CI_ACTIVE, _CI_FRICTION = range(5)
+_CF_IMPACT, _CF_LAW, _CF_SQ_I, _CF_AQ_I, _CF_SQ_J, _CF_AQ_J, _CF_FRICTION = 0, 1, 6, 9, 18, 21, 30
+_CF_SIZE = _CF_FRICTION + FRICTION_PARAMS_SIZE
 # ligament rows: integers, then floats
 _LI_BODY_A, _LI_BODY_B, _LI_LAW, _LI_TENSION_ONLY = range(4)
 _LF_PA, _LF_PB, _LF_LAW, _LF_DAMPING = 0, 3, 6, 9
@@ -71,7 +71,7 @@ class _Kernel:
         for k, b in enumerate(system.bodies):
             if b.fixed:
                 self.scratch[0][k], self.scratch[1][k] = system._r[k], system._A[k]
-        self.cint = np.zeros((max(nc, 1), 4), dtype=np.int64)
+        self.cint = np.zeros((max(nc, 1), 5), dtype=np.int64)
         self.cflt = np.zeros((max(nc, 1), _CF_SIZE))
         for k, c in enumerate(system.contacts):
             kind, params = c.law.packed  # type: ignore[misc]
@@ -81,6 +81,9 @@ class _Kernel:
             self.cflt[k, _CF_AQ_I:_CF_AQ_I + 9] = np.asarray(c.i.rotation, float).ravel()
             self.cflt[k, _CF_SQ_J:_CF_SQ_J + 3] = c.j.offset
             self.cflt[k, _CF_AQ_J:_CF_AQ_J + 9] = np.asarray(c.j.rotation, float).ravel()
+            if c.friction is not None:
+                self.cint[k, _CI_FRICTION] = 1
+                self.cflt[k, _CF_FRICTION:_CF_SIZE] = c.friction.packed
         # (compile_system checked that every load is a packed ligament)
         self.lint, self.lflt = _pack_ligaments(system, system.loads)  # type: ignore[arg-type]
         self.bufs = tuple(b for p in self.pairs for b in (p.wi.buffer, p.wj.buffer)) or (np.zeros((1, 1, 1)),) * 2
@@ -195,6 +198,32 @@ def _velocity_along(r: np.ndarray, v: np.ndarray, w: np.ndarray, b: int, P: np.n
 
 
 @jit
+def _add_friction(r: np.ndarray, v: np.ndarray, w: np.ndarray, bi: int, bj: int, out: np.ndarray, fn: float,
+                  p: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """:meth:`simclient.contact.Friction.apply` of the solve ``out``: the friction force (parameters
+    ``p``, normal force ``fn`` in N) added to ``f``; the point both act at (the middle of the
+    indentation)."""
+    M, vel = np.empty(3), np.empty(3)
+    for a in range(3):
+        M[a] = 0.5 * (out[L.OUT_PI + a] + out[L.OUT_PJ + a])
+    # v_i(M) - v_j(M), less its normal part: the slip
+    di, dj = M - r[bi], M - r[bj]
+    for a in range(3):
+        b, c = (a + 1) % 3, (a + 2) % 3
+        vel[a] = (v[bi, a] + w[bi, b] * di[c] - w[bi, c] * di[b]) - (v[bj, a] + w[bj, b] * dj[c] - w[bj, c] * dj[b])
+    n = out[L.OUT_N:L.OUT_N + 3]
+    vn = vel[0] * n[0] + vel[1] * n[1] + vel[2] * n[2]
+    for a in range(3):
+        vel[a] -= vn * n[a]
+    speed = math.sqrt(vel[0] * vel[0] + vel[1] * vel[1] + vel[2] * vel[2])
+    if speed > 0.0 and fn > 0.0:
+        scale = friction_coefficient(p, speed) * fn / speed
+        for a in range(3):
+            f[a] -= scale * vel[a]
+    return M
+
+
+@jit
 def _solve(k: int, check: int, x: np.ndarray, r: np.ndarray, A: np.ndarray, bufs: Any, ints: Any, flts: Any,
            cint: np.ndarray, cflt: np.ndarray, work: np.ndarray) -> int:
     """Contact ``k``'s common-normal solve from ``x`` at the bodies' poses ``r``, ``A`` (the
@@ -264,10 +293,13 @@ def _system_rates(t: float, y: np.ndarray, dy: np.ndarray, free_idx: np.ndarray,
         f = np.empty(3)
         for a in range(3):
             f[a] = fn * out[L.OUT_N + a]
-        _apply(bi, out[L.OUT_PI:L.OUT_PI + 3], f, r, F, N)
+        Pi, Pj = out[L.OUT_PI:L.OUT_PI + 3], out[L.OUT_PJ:L.OUT_PJ + 3]
+        if cint[k, _CI_FRICTION]:
+            Pi = Pj = _add_friction(r, v, w, bi, bj, out, fn, cflt[k, _CF_FRICTION:_CF_SIZE], f)
+        _apply(bi, Pi, f, r, F, N)
         for a in range(3):
             f[a] = -f[a]
-        _apply(bj, out[L.OUT_PJ:L.OUT_PJ + 3], f, r, F, N)
+        _apply(bj, Pj, f, r, F, N)
     _ligaments(r, A, v, w, F, N, lint, lflt)
     _rates(y, free_idx, mass, J, Jinv, g, A, F, N, dy)
     return -1

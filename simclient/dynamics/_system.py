@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simclient.contact import Contact, ContactForce, ContactPair, ForceLaw
+from simclient.contact import Contact, ContactForce, ContactPair, ForceLaw, Friction
 from simclient.dynamics._bodies import Body, Surface
 from simclient.dynamics._constraints import Constraint
 from simclient.dynamics._loads import Load
@@ -43,7 +43,8 @@ DRIFT_GAIN = 10.0  # 1/s
 class ContactModel:
     """A contact between surface ``i`` and surface ``j`` with a force law (a
     :class:`simclient.contact.ForceLaw`): the force pushes body i along the normal of j and body j
-    the other way."""
+    the other way; with ``friction`` (:class:`simclient.contact.Friction`; None: frictionless)
+    a tangential force opposes the slip of its bodies at the contact."""
 
     name: str
     i: Surface
@@ -52,8 +53,11 @@ class ContactModel:
     pair: ContactPair | None = None
     active: bool = False  # in contact mode
     impact_velocity: float = 0.0  # latched at onset, m/s
+    friction: Friction | None = None
 
     def __post_init__(self) -> None:
+        if self.friction is not None and not isinstance(self.friction, Friction):
+            raise ParameterError(f"contact {self.name}: friction must be a Friction, got {self.friction!r}")
         if self.pair is None:
             self.pair = ContactPair(self.i.window, self.j.window, name=self.name)
 
@@ -196,10 +200,14 @@ class MultibodySystem:
         return self.velocity_at(c.i.body, k.point_i) - self.velocity_at(c.j.body, k.point_j)
 
     def contact_force(self, c: ContactModel) -> tuple[Contact, ContactForce]:
-        """Detect and apply the law: the contact and its force."""
+        """Detect and apply the law (and the friction): the contact and its force."""
         k = self.detect(c)
         state = self._y[self._law_states[id(c)]] if id(c) in self._law_states else None
-        return k, c.law.contact_force(k, self.relative_velocity(c, k), c.impact_velocity, state)
+        cf = c.law.contact_force(k, self.relative_velocity(c, k), c.impact_velocity, state)
+        if c.friction is None:
+            return k, cf
+        middle = 0.5 * (k.point_i + k.point_j)
+        return k, c.friction.apply(cf, k, self.velocity_at(c.i.body, middle) - self.velocity_at(c.j.body, middle))
 
     def _law_rates(self, dy: np.ndarray) -> None:
         """The stateful laws' state derivatives into ``dy``: those :meth:`applied` found for the
