@@ -102,7 +102,8 @@ def build_surface(spec: SurfaceSpec, out_dir: str | Path, *, overwrite: bool = F
     writer = create_table(table_location(out_dir, spec.name), u_npts=nu, v_npts=nv, u_pts=up,
                           v_pts=vp, u0=spec.u_range[0], v0=spec.v_range[0], du=spec.du, dv=spec.dv,
                           source=spec_source(spec), codec=spec.codec, shard=spec.shard,
-                          normal_sign=-1 if spec.flip else 1, extras=tuple(spec.extras), overwrite=overwrite)
+                          normal_sign=-1 if spec.flip else 1, extras=tuple(spec.extras), overwrite=overwrite,
+                          periodic_v=spec.periodic_v)
     h = writer.header
     span = h.shard_records or max(1, SHARD_TARGET_BYTES // h.record_bytes)
     with writer:

@@ -21,7 +21,7 @@ from surfacestore.format import CODECS, DEFAULT_CODEC, DEGENERATE_TOL, NFIELDS, 
 
 __all__ = ["Placement", "SurfaceSpec", "parse_surface", "sample_points", "spec_source"]
 
-_GRID_KEYS = {"family", "grid", "record", "codec", "shard", "flip", "u_range", "v_range", "u_range_deg",
+_GRID_KEYS = {"family", "grid", "record", "codec", "shard", "flip", "periodic_v", "u_range", "v_range", "u_range_deg",
               "v_range_deg", "placement", "description", "fit_report"}
 
 
@@ -100,6 +100,9 @@ class SurfaceSpec:
     v_range: tuple[float, float]
     placement: Placement = field(default_factory=Placement)
     flip: bool = False
+    #: the surface closes in v over ``v_range`` (its period): the grid then stops one step short of
+    #: ``v_range[1]``, which is ``v_range[0]`` again, and the table says so (``Header.periodic_v``)
+    periodic_v: bool = False
     codec: str = DEFAULT_CODEC
     shard: int | str = "auto"
     definition: Mapping[str, Any] = field(default_factory=dict)
@@ -112,7 +115,7 @@ class SurfaceSpec:
 
     @property
     def dv(self) -> float:
-        return (self.v_range[1] - self.v_range[0]) / (self.grid[1] - 1)
+        return (self.v_range[1] - self.v_range[0]) / (self.grid[1] if self.periodic_v else self.grid[1] - 1)
 
 
 def parse_surface(name: str, d: Mapping[str, Any], family: str | type[Family] | None = None) -> SurfaceSpec:
@@ -161,9 +164,31 @@ def parse_surface(name: str, d: Mapping[str, Any], family: str | type[Family] | 
     if not isinstance(flip, bool):
         raise DefinitionError(f"{name}: flip must be true or false, got {flip!r}")
     placement = Placement.from_dict(name, d.get("placement", {}))
+    periodic_v = d.get("periodic_v", False)
+    if not isinstance(periodic_v, bool):
+        raise DefinitionError(f"{name}: periodic_v must be true or false, got {periodic_v!r}")
+    if periodic_v:
+        _check_periodic(name, fam, grid, record, ranges[0], ranges[1])
     return SurfaceSpec(name=name, family=fam, grid=grid, record=record, u_range=ranges[0],
                        v_range=ranges[1], placement=placement, flip=flip, codec=codec, shard=shard,
-                       definition=dict(d))
+                       definition=dict(d), periodic_v=periodic_v)
+
+
+def _check_periodic(name: str, fam: Family, grid: tuple[int, int], record: tuple[int, int],
+                    u_range: tuple[float, float], v_range: tuple[float, float]) -> None:
+    """A surface said periodic in v: whole records per period, and the surface (point and both
+    partials) the same at both ends of ``v_range`` along the whole of u."""
+    if grid[1] % record[1]:
+        raise DefinitionError(f"{name}: periodic_v needs whole records in v: grid {grid[1]} is not a multiple of "
+                              f"record {record[1]}")
+    u = np.linspace(*u_range, 7)
+    a, b = fam.evaluate(u, np.full_like(u, v_range[0])), fam.evaluate(u, np.full_like(u, v_range[1]))
+    size = max(float(np.abs(a[0]).max()), float(np.abs(a[1]).max()), 1e-300)
+    gap = max(float(np.abs(x - y).max()) for x, y in zip(a, b))
+    if not gap <= 1e-9 * size:
+        raise DefinitionError(f"{name}: periodic_v, but the surface does not close over v_range "
+                              f"{list(v_range)}: at v = {v_range[1]:g} it is {gap:.3g} from itself at v = "
+                              f"{v_range[0]:g} (point or partials; give the range of one period)")
 
 
 def sample_points(spec: SurfaceSpec, i0: int, i1: int, j0: int, j1: int) -> np.ndarray:
@@ -208,7 +233,8 @@ def sample_points(spec: SurfaceSpec, i0: int, i1: int, j0: int, j1: int) -> np.n
 def spec_source(spec: SurfaceSpec) -> dict[str, Any]:
     """The header's ``source`` entry for a definition (family, parameters, ranges, placement)."""
     extra = {"fit": spec.definition["fit_report"]} if "fit_report" in spec.definition else {}
+    periodic = {"periodic_v": True} if spec.periodic_v else {}
     return {"family": spec.family.name, **extra,
             "parameters": {k: v for k, v in spec.definition.items() if k not in _GRID_KEYS},
             "u_range": list(spec.u_range), "v_range": list(spec.v_range),
-            "placement": spec.placement.to_dict(), "flip": spec.flip}
+            "placement": spec.placement.to_dict(), "flip": spec.flip, **periodic}

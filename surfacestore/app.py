@@ -225,7 +225,7 @@ class _Store:
         else:
             ri, rj = parse_index(query.get("ri"), "ri"), parse_index(query.get("rj"), "rj")
             wu, wv = parse_index(query.get("wu"), "wu", 1), parse_index(query.get("wv"), "wv", 1)
-            block = window_block(cat.get(name).header, ri, rj, wu, wv)
+            block = window_block(cat.get(name).header, ri, rj, wu, wv, wrap=False)  # (one contiguous block)
         table = cat.get(name)
         h = table.header
         h.check_block(block)

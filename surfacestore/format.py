@@ -193,6 +193,10 @@ class Header:
     flipped), ``extras`` (names of extra per-point arrays), ``bbox`` (``[[xmin, ymin, zmin],
     [xmax, ymax, zmax]]`` of the points, metres, surface frame) and ``rmax`` (largest distance of a
     point from the surface frame's origin, metres): bounding volumes for broad-phase contact tests.
+    ``periodic_v``: the surface closes on itself in v (a sphere's or a cylinder's longitude), the
+    grid point ``j + v_npts`` being point ``j`` (the period is ``v_npts * dv``; point ``v_npts - 1`` is
+    one step short of the seam, and ``v_npts`` is a whole number of records); readers may then
+    address records and points past either end of v, modulo the grid.
     """
 
     u_npts: int
@@ -212,6 +216,7 @@ class Header:
     extras: tuple[str, ...] = ()
     bbox: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
     rmax: float | None = None
+    periodic_v: bool = False
     format: str = FORMAT
     fields: tuple[str, ...] = FIELDS
 
@@ -243,9 +248,10 @@ class Header:
                 min(self.v_pts, self.v_npts - rj * self.v_pts))
 
     def block_points(self, block: RecordBlock) -> tuple[int, int, int, int]:
-        """Point index ranges ``(i0, i1, j0, j1)`` covered by a block of records."""
+        """Point index ranges ``(i0, i1, j0, j1)`` covered by a block of records (past either end
+        of v for a periodic table's block that is, unwrapped)."""
         return (block.ri0 * self.u_pts, min(block.ri1 * self.u_pts, self.u_npts),
-                block.rj0 * self.v_pts, min(block.rj1 * self.v_pts, self.v_npts))
+                block.rj0 * self.v_pts, block.rj1 * self.v_pts if self.periodic_v else min(block.rj1 * self.v_pts, self.v_npts))
 
     def check_block(self, block: RecordBlock) -> None:
         """Raise :class:`RecordOutOfRange` unless ``block`` is a non-empty block inside the grid."""
@@ -279,6 +285,7 @@ class Header:
                 extras=tuple(str(x) for x in d.get("extras", ())), fields=tuple(d["fields"]),
                 bbox=None if d.get("bbox") is None else (_vector3(d["bbox"][0]), _vector3(d["bbox"][1])),
                 rmax=None if d.get("rmax") is None else float(d["rmax"]),
+                periodic_v=_flag(d, "periodic_v"),
             )
         except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
             raise TableCorrupt(f"invalid table header: {exc!r}") from exc
@@ -314,6 +321,9 @@ class Header:
                                 f"{MAX_RECORD_BYTES} bytes")
             if not 0 <= self.shard_records <= self.n_rec_v:
                 problems.append(f"shard_records = {self.shard_records} must be in [0, {self.n_rec_v}]")
+            if self.periodic_v and self.v_npts % self.v_pts:
+                problems.append(f"a table periodic in v needs whole records in v: v_npts = {self.v_npts} is not a "
+                                f"multiple of v_pts = {self.v_pts}")
         if self.codec not in CODECS:
             problems.append(f"codec {self.codec!r} is not one of {list(CODECS)}")
         if self.normal_sign not in (1, -1):
@@ -339,6 +349,14 @@ def _vector3(value: Any) -> tuple[float, float, float]:
     return x, y, z
 
 
+def _flag(d: Mapping[str, Any], key: str) -> bool:
+    """A true/false header value (false when absent)."""
+    value = d.get(key, False)
+    if not isinstance(value, bool):
+        raise TableCorrupt(f"invalid table header: {key} = {value!r} is not true or false")
+    return value
+
+
 def _whole(d: Mapping[str, Any], key: str, default: int | None = None) -> int:
     """An integer header value: an int (not a bool) or an integral float."""
     value = d[key] if default is None else d.get(key, default)
@@ -347,15 +365,18 @@ def _whole(d: Mapping[str, Any], key: str, default: int | None = None) -> int:
     return int(value)
 
 
-def window_block(header: Header, ri: int, rj: int, wu: int, wv: int) -> RecordBlock:
+def window_block(header: Header, ri: int, rj: int, wu: int, wv: int, wrap: bool | None = None) -> RecordBlock:
     """The ``wu x wv`` block of records centred on record ``(ri, rj)``, shifted inward at the
-    table's borders (and clamped to the record grid when larger than it)."""
-    header.check_block(RecordBlock(ri, ri + 1, rj, rj + 1))
+    table's borders (and clamped to the record grid when larger than it). With ``wrap`` (default:
+    the table is periodic in v) there are no borders in v: ``rj`` may be any record past either
+    end, and so may the block's (records modulo the grid; a store serves only blocks inside it)."""
+    wrap = header.periodic_v if wrap is None else wrap and header.periodic_v
+    header.check_block(RecordBlock(ri, ri + 1, *((rj, rj + 1) if not wrap else (0, 1))))
     if wu < 1 or wv < 1:
         raise ValueError(f"window extent {wu} x {wv} must be at least 1 x 1")
     wu, wv = min(wu, header.n_rec_u), min(wv, header.n_rec_v)
     ri0 = min(max(ri - wu // 2, 0), header.n_rec_u - wu)
-    rj0 = min(max(rj - wv // 2, 0), header.n_rec_v - wv)
+    rj0 = rj - wv // 2 if wrap else min(max(rj - wv // 2, 0), header.n_rec_v - wv)
     return RecordBlock(ri0, ri0 + wu, rj0, rj0 + wv)
 
 
@@ -978,7 +999,7 @@ def _auto_shard(u_pts: int, v_pts: int, n_rec_u: int, n_rec_v: int) -> int:
 def create_table(path: str | os.PathLike[str], *, u_npts: int, v_npts: int, u_pts: int, v_pts: int,
                  u0: float, v0: float, du: float, dv: float, source: Mapping[str, Any] | None = None,
                  codec: str = DEFAULT_CODEC, shard: int | str = "auto", normal_sign: int = 1,
-                 extras: Sequence[str] = (), overwrite: bool = False) -> TableWriter:
+                 extras: Sequence[str] = (), overwrite: bool = False, periodic_v: bool = False) -> TableWriter:
     """Start writing a table at ``path`` (a folder, conventionally ``NAME.zarr``, or an
     ``s3://BUCKET/PREFIX/NAME.zarr`` prefix: see :mod:`surfacestore.objects`).
 
@@ -990,6 +1011,7 @@ def create_table(path: str | os.PathLike[str], *, u_npts: int, v_npts: int, u_pt
     shard : records per shard along v, 0 for no sharding, or ``"auto"`` (shard when the table has
         more than 4096 records, about 16 MB per shard).
     normal_sign : +1 if ``n = tu x tv / |tu x tv|``, -1 if the outward side is the other one.
+    periodic_v : the surface closes in v, point ``v_npts`` being point 0 (see :class:`Header`).
     """
     from surfacestore import objects
 
@@ -1006,6 +1028,9 @@ def create_table(path: str | os.PathLike[str], *, u_npts: int, v_npts: int, u_pt
         raise ValueError(f"invalid parameter grid u0={u0}, v0={v0}, du={du}, dv={dv}")
     if normal_sign not in (1, -1):
         raise ValueError("normal_sign must be +1 or -1")
+    if periodic_v and v_npts % v_pts:
+        raise ValueError(f"a table periodic in v needs whole records in v: {v_npts} points in v are not a "
+                         f"multiple of {v_pts} per record")
     for e in extras:
         validate_table_name(e)
         if e == "points":
@@ -1019,7 +1044,7 @@ def create_table(path: str | os.PathLike[str], *, u_npts: int, v_npts: int, u_pt
     k = min(k, n_rec_v)
     header = Header(u_npts=u_npts, v_npts=v_npts, u_pts=u_pts, v_pts=v_pts, u0=float(u0), v0=float(v0),
                     du=float(du), dv=float(dv), source=dict(source or {}), codec=codec, shard_records=k,
-                    normal_sign=normal_sign, extras=tuple(extras))
+                    normal_sign=normal_sign, extras=tuple(extras), periodic_v=bool(periodic_v))
     if not remote:
         Path(location).parent.mkdir(parents=True, exist_ok=True)
     _check_space(location, Path(tempfile.gettempdir()) if remote else Path(location).parent, header)
@@ -1097,10 +1122,28 @@ def check_points(p: np.ndarray, normal_sign: int, tol: float = 1e-9) -> tuple[li
     return reasons, int((~regular).sum())
 
 
+def _seam_gap(table: Table) -> str | None:
+    """A table periodic in v whose seam does not close: its first column of points is not one step
+    on from its last (within a quarter of a step of where the last column's tangent ``tv`` puts it,
+    for a surface whose v-curves turn by much less than a radian per step); else None."""
+    h = table.header
+    first = table.read_block(RecordBlock(0, h.n_rec_u, 0, 1))[:, 0]
+    last = table.read_block(RecordBlock(0, h.n_rec_u, h.n_rec_v - 1, h.n_rec_v))[:, -1]
+    step = h.dv * np.linalg.norm(last[:, 11:14], axis=-1)
+    off = np.linalg.norm(first[:, 2:5] - (last[:, 2:5] + h.dv * last[:, 11:14]), axis=-1)
+    bad = off > 0.25 * step + 1e-12 * (1 + np.abs(last[:, 2:5]).max())
+    if not bad.any():
+        return None
+    i = int(np.argmax(off - 0.25 * step))
+    return (f"periodic_v, but the seam does not close: at u = {h.u0 + i * h.du:.6g} the first column's point is "
+            f"{off[i]:.3g} m from one step on from the last ({step[i]:.3g} m a step)")
+
+
 def verify_table(path: str | os.PathLike[str], progress: Any = None) -> VerifyReport:
     """Check a table: header against arrays, every record present with a valid checksum, the
     parameter grid, finite values, ``|n| = 1``, ``n`` orthogonal to ``tu`` and ``tv`` and parallel
-    to ``tu x tv``, and the digest recomputed from the data. ``progress(n)`` is called per record row.
+    to ``tu x tv``, a periodic table's seam closing, and the digest recomputed from the data.
+    ``progress(n)`` is called per record row.
     """
     report = VerifyReport(path=str(path))
     table = open_table(path)
@@ -1150,6 +1193,10 @@ def verify_table(path: str | os.PathLike[str], progress: Any = None) -> VerifyRe
                     report.bad_records.setdefault((ri, rj), []).extend(reasons)
         if progress is not None:
             progress(1)
+    if h.periodic_v and not report.bad_records:
+        seam = _seam_gap(table)
+        if seam is not None:
+            report.problems.append(seam)
     report.digest_actual = digest.hexdigest()
     if report.digest_actual != h.digest:
         report.problems.append(f"digest mismatch: header {h.digest}, data {report.digest_actual}")

@@ -692,7 +692,7 @@ def test_a_contact_point_crossing_its_tables_seam_is_an_error_saying_where(sampl
     res = simulate(MultibodySystem([ball, ground], [contact]), 0.2, method="DOP853-jit")
     assert not res.success
     assert ("contact ball-ground: left table i (ball_333: u in [-1.5708, 1.5708], v in [-3.14159, 3.14159]; past an "
-            "edge, or a closed surface's seam, which tables do not wrap)") in res.message
+            "edge, or a closed surface's seam, which only a table built periodic in v wraps)") in res.message
     t_from = float(res.message.rsplit("in the step from t = ", 1)[1].split()[0])
     assert res.t[-1] <= t_from <= math.pi / spin
 

@@ -211,13 +211,14 @@ class ContactPair:
 
     def describe(self, status: ContactStatus) -> str:
         """``status`` as a message gives it: a table that was left with its name and parameter ranges
-        (tables do not wrap: past a sphere's longitude seam is off its table too)."""
+        (a table wraps only where it is periodic in v: past the longitude seam of a sphere built
+        without ``periodic_v`` is off its table too)."""
         if status not in (ContactStatus.LEFT_TABLE_I, ContactStatus.LEFT_TABLE_J):
             return str(status)
         w = self.wi if status == ContactStatus.LEFT_TABLE_I else self.wj
         h = w.header
         return (f"{status} ({w.name}: u in [{h.u0:.6g}, {h.u1:.6g}], v in [{h.v0:.6g}, {h.v1:.6g}]; past an edge, "
-                "or a closed surface's seam, which tables do not wrap)")
+                "or a closed surface's seam, which only a table built periodic in v wraps)")
 
     def forget(self) -> None:
         """Start :meth:`follow`'s rates afresh (the contact closed, or the bodies moved apart)."""

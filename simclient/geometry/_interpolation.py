@@ -180,11 +180,14 @@ def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float
 @inline
 def locate(ip: np.ndarray, fp: np.ndarray, u: float, v: float, io: int = 0, fo: int = 0) -> int:
     """Where (u, v) lies: ``INSIDE`` the window's points, ``OUTSIDE_WINDOW`` but inside the table,
-    or ``OUTSIDE_TABLE`` (tolerance 1e-9 grid cells); offsets as in :func:`evaluate`."""
+    or ``OUTSIDE_TABLE`` (tolerance 1e-9 grid cells; a table periodic in v has no edge in v);
+    offsets as in :func:`evaluate`."""
     x = (u - fp[fo + L.FP_U0]) / fp[fo + L.FP_DU]
     y = (v - fp[fo + L.FP_V0]) / fp[fo + L.FP_DV]
     eps = 1e-9
-    if x < -eps or y < -eps or x > ip[io + L.IP_U_NPTS] - 1 + eps or y > ip[io + L.IP_V_NPTS] - 1 + eps:
+    if x < -eps or x > ip[io + L.IP_U_NPTS] - 1 + eps:
+        return OUTSIDE_TABLE
+    if ip[io + L.IP_PERIODIC_V] == 0 and (y < -eps or y > ip[io + L.IP_V_NPTS] - 1 + eps):
         return OUTSIDE_TABLE
     if (x < ip[io + L.IP_I_LO] - eps or x > ip[io + L.IP_I_HI] - 1 + eps or y < ip[io + L.IP_J_LO] - eps
             or y > ip[io + L.IP_J_HI] - 1 + eps):

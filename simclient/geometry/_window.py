@@ -13,7 +13,10 @@ section 6.3). ``update(u, v)`` applies the seven-step rule:
 
 A border record at the table's edge, where re-centring would give the same window, needs no update.
 Points live in a buffer addressed modulo its size (see :mod:`simclient.geometry._interpolation`), so an update writes
-only the new strips and moves nothing.
+only the new strips and moves nothing. Over a table periodic in v (``Header.periodic_v``) a window
+has no edge in v: its records and the parameter v run on past the seam (v beyond the table's
+range, records numbered past its last; the records read are those modulo the grid), so a contact
+point can go round any number of times.
 
 ``sample(u, v)`` interpolates position, unit normal and both tangents (surface frame, metres) with
 the window's interpolation (``"hermite"``, the default, or the thesis' ``"bilinear"``).
@@ -100,7 +103,8 @@ class StorageWindow:
         self.buffer = np.full((wu * h.u_pts, wv * h.v_pts, NFIELDS), np.nan)
         # the compiled kernels' window parameters (simclient.geometry.layout)
         self.ip = np.zeros(L.IP_SIZE, dtype=np.int64)
-        self.ip[[L.IP_BU, L.IP_BV, L.IP_U_NPTS, L.IP_V_NPTS]] = (*self.buffer.shape[:2], h.u_npts, h.v_npts)
+        self.ip[[L.IP_BU, L.IP_BV, L.IP_U_NPTS, L.IP_V_NPTS, L.IP_PERIODIC_V]] = (*self.buffer.shape[:2], h.u_npts,
+                                                                                h.v_npts, h.periodic_v)
         self.fp = np.zeros(L.FP_SIZE)
         self.fp[[L.FP_U0, L.FP_DU, L.FP_V0, L.FP_DV, L.FP_NORMAL_SIGN]] = (h.u0, h.du, h.v0, h.dv, h.normal_sign)
         self.block: RecordBlock | None = None
@@ -125,7 +129,8 @@ class StorageWindow:
         h = self.header
         x, y = (u - h.u0) / h.du, (v - h.v0) / h.dv
         tol = 1e-9
-        if not (-tol <= x <= h.u_npts - 1 + tol and -tol <= y <= h.v_npts - 1 + tol) or x != x or y != y:
+        inside_v = math.isfinite(y) if h.periodic_v else -tol <= y <= h.v_npts - 1 + tol
+        if not (-tol <= x <= h.u_npts - 1 + tol and inside_v) or x != x or y != y:
             raise WindowError(f"{self.name}: (u, v) = ({u}, {v}) is outside the table's parameter domain "
                               f"[{h.u0}, {h.u1}] x [{h.v0}, {h.v1}]")
         return record_of(h, u, v)
@@ -163,7 +168,8 @@ class StorageWindow:
         left = math.inf
         for x, rate, lo, hi, at_lo, at_hi in (
                 (u, rate_u, h.u0 + i0 * h.du, h.u0 + (i1 - 1) * h.du, b.ri0 == 0, b.ri1 == h.n_rec_u),
-                (v, rate_v, h.v0 + j0 * h.dv, h.v0 + (j1 - 1) * h.dv, b.rj0 == 0, b.rj1 == h.n_rec_v)):
+                (v, rate_v, h.v0 + j0 * h.dv, h.v0 + (j1 - 1) * h.dv, b.rj0 == 0 and not h.periodic_v,
+                 b.rj1 == h.n_rec_v and not h.periodic_v)):
             if rate > 0 and not at_hi:
                 left = min(left, max(hi - x, 0.0) / rate)
             elif rate < 0 and not at_lo:
@@ -223,7 +229,7 @@ class StorageWindow:
                     continue
             waited = True
             try:
-                data = self.source.read_block(s.ri0, s.ri1, s.rj0, s.rj1)
+                data = self._read(s)
             except SourceError as exc:
                 raise SourceError(f"{self.name}: window update to records [{new.ri0}, {new.ri1}) x "
                                   f"[{new.rj0}, {new.rj1}) failed fetching records [{s.ri0}, {s.ri1}) x "
@@ -249,11 +255,11 @@ class StorageWindow:
         # records, extended to the window's edge where that edge is the table's.
         lo_i = new.ri0 if new.ri0 == 0 else new.ri0 + 1
         hi_i = new.ri1 if new.ri1 == h.n_rec_u else new.ri1 - 1
-        lo_j = new.rj0 if new.rj0 == 0 else new.rj0 + 1
-        hi_j = new.rj1 if new.rj1 == h.n_rec_v else new.rj1 - 1
+        lo_j = new.rj0 if new.rj0 == 0 and not h.periodic_v else new.rj0 + 1
+        hi_j = new.rj1 if new.rj1 == h.n_rec_v and not h.periodic_v else new.rj1 - 1
         self.quiet = (h.u0 + lo_i * h.u_pts * h.du, h.v0 + lo_j * h.v_pts * h.dv,
                        h.u0 + hi_i * h.u_pts * h.du if hi_i < h.n_rec_u else h.u1 + 1e-9 * h.du,
-                       h.v0 + hi_j * h.v_pts * h.dv if hi_j < h.n_rec_v else h.v1 + 1e-9 * h.dv)
+                       h.v0 + hi_j * h.v_pts * h.dv if hi_j < h.n_rec_v or h.periodic_v else h.v1 + 1e-9 * h.dv)
         if hi_i <= lo_i or hi_j <= lo_j:
             self.quiet = (np.inf, np.inf, -np.inf, -np.inf)
         self.moves.append((time.perf_counter(), new))
@@ -266,13 +272,28 @@ class StorageWindow:
         wu, wv = self.extent
         ci, cj = (new.ri0 + new.ri1 - 1) // 2, (new.rj0 + new.rj1 - 1) // 2
         h = self.header
+        cj = cj + int(np.sign(dv)) * max(wv // 2, 1)
         nxt = window_block(h, min(max(ci + int(np.sign(du)) * max(wu // 2, 1), 0), h.n_rec_u - 1),
-                           min(max(cj + int(np.sign(dv)) * max(wv // 2, 1), 0), h.n_rec_v - 1), wu, wv)
+                           cj if h.periodic_v else min(max(cj, 0), h.n_rec_v - 1), wu, wv)
         assert self._pool is not None
         for s in _new_strips(new, nxt):
             if s not in self._pending:
-                self._pending[s] = self._pool.submit(self.source.read_block, s.ri0, s.ri1, s.rj0, s.rj1)
+                self._pending[s] = self._pool.submit(self._read, s)
                 self.prefetch_requests += 1
+
+    def _read(self, s: RecordBlock) -> np.ndarray:
+        """The points of records ``s`` from the source; over a periodic table's seam, in two reads
+        (the records past either end of v are those modulo the grid)."""
+        n = self.header.n_rec_v
+        if not self.header.periodic_v or (0 <= s.rj0 and s.rj1 <= n):
+            return self.source.read_block(s.ri0, s.ri1, s.rj0, s.rj1)
+        parts, rj = [], s.rj0
+        while rj < s.rj1:
+            turn = rj // n * n  # the records of this turn round the table start here
+            end = min(s.rj1, turn + n)
+            parts.append(self.source.read_block(s.ri0, s.ri1, rj - turn, end - turn))
+            rj = end
+        return np.concatenate(parts, axis=1)
 
     def _store(self, s: RecordBlock, data: np.ndarray) -> None:
         """Write a strip into the modulo-addressed buffer (at most 2 x 2 pieces if it wraps)."""
@@ -303,12 +324,17 @@ class StorageWindow:
 
     def points(self, side: int | None = None) -> np.ndarray:
         """The window's points in grid order: array ``(i1-i0, j1-j0, 14)`` (a copy); with ``side``,
-        every k-th point along each grid direction, k = max(1, points // side)."""
+        every k-th point along each grid direction, k = max(1, points // side). Their v (field 1)
+        is the window's: past a periodic table's seam, beyond the table's range."""
         i0, i1, j0, j1 = (int(x) for x in self.ip[[L.IP_I_LO, L.IP_I_HI, L.IP_J_LO, L.IP_J_HI]])
         su = max(1, (i1 - i0) // side) if side else 1
         sv = max(1, (j1 - j0) // side) if side else 1
         Bu, Bv = self.buffer.shape[:2]
-        return self.buffer[np.arange(i0, i1, su)[:, None] % Bu, np.arange(j0, j1, sv)[None, :] % Bv]
+        js = np.arange(j0, j1, sv)
+        out = self.buffer[np.arange(i0, i1, su)[:, None] % Bu, js[None, :] % Bv]
+        if self.header.periodic_v:
+            out[..., 1] = self.header.v0 + js * self.header.dv
+        return out
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -323,9 +349,12 @@ class StorageWindow:
 
 def record_of(h: Header, u: float, v: float) -> tuple[int, int]:
     """The record of table ``h`` holding parameter point (u, v) (its cell's lower corner),
-    clamped to the table."""
+    clamped to the table (in v only where it is not periodic: past the seam, the record numbered on
+    past the grid's end, or before its start)."""
     i = min(max(int(np.floor((u - h.u0) / h.du)), 0), h.u_npts - 2)
-    j = min(max(int(np.floor((v - h.v0) / h.dv)), 0), h.v_npts - 2)
+    j = int(np.floor((v - h.v0) / h.dv))
+    if not h.periodic_v:
+        j = min(max(j, 0), h.v_npts - 2)
     return i // h.u_pts, j // h.v_pts
 
 

@@ -7,7 +7,8 @@ these names; nothing else knows an offset.
 Window parameters (one per storage window)
     ``ip`` int64[IP_SIZE]: ``IP_BU, IP_BV`` the buffer's size in points (the buffer is addressed
     modulo it), ``IP_I_LO, IP_I_HI, IP_J_LO, IP_J_HI`` the grid points ``[i_lo, i_hi) x [j_lo, j_hi)``
-    the window holds, ``IP_U_NPTS, IP_V_NPTS`` the table's grid size.
+    the window holds, ``IP_U_NPTS, IP_V_NPTS`` the table's grid size, ``IP_PERIODIC_V`` 1 where the
+    table is periodic in v (its grid points past either end of v are points of the table).
     ``fp`` float64[FP_SIZE]: ``FP_U0, FP_DU, FP_V0, FP_DV`` the parameter grid, ``FP_NORMAL_SIGN``.
 
 Evaluation output ``ev`` float64[EV_SIZE] (surface frame, see :mod:`simclient.geometry`'s
@@ -39,8 +40,8 @@ one array carries a pair's state into ``simclient.contact._newton.solve_warm``.
 from __future__ import annotations
 
 # window parameters
-IP_BU, IP_BV, IP_I_LO, IP_I_HI, IP_J_LO, IP_J_HI, IP_U_NPTS, IP_V_NPTS = range(8)
-IP_SIZE = 8
+IP_BU, IP_BV, IP_I_LO, IP_I_HI, IP_J_LO, IP_J_HI, IP_U_NPTS, IP_V_NPTS, IP_PERIODIC_V = range(9)
+IP_SIZE = 9
 FP_U0, FP_DU, FP_V0, FP_DV, FP_NORMAL_SIGN = range(5)
 FP_SIZE = 5
 
