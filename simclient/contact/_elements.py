@@ -671,7 +671,8 @@ class ElementDetector:
                 return
             hits = idx[(st == HIT) & (k.out[idx, 0] < 0)]
             ref = k.out[hits, 1:3] if len(hits) else k.out[near, 1:3]
-            u, v = np.clip(ref.mean(axis=0), [w.header.u0, w.header.v0], [w.header.u1, w.header.v1])
+            h = w.header
+            u, v = np.clip(ref.mean(axis=0), [h.u0, -np.inf if h.periodic_v else h.v0], [h.u1, np.inf if h.periodic_v else h.v1])
             # a penetrating ray outside the window moves it; others only for a shift of 2 records
             deep = (k.out[near, 0] < 0).any()
             if not w.centre_on(float(u), float(v), min_shift=1 if deep else 2):
