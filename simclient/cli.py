@@ -46,8 +46,9 @@ def _run(args: argparse.Namespace) -> int:
     tables = scenario.tables_from_args(args)
     _make_out(args.out)
     if args.store is None:
-        # the sample tables this scenario reads by default, built when missing from --tables
-        names = [t for role, t in scenario.table_names(params).items() if role not in tables.overrides]
+        # the sample tables this scenario reads, built when missing from --tables: its defaults, and
+        # sample tables chosen by name instead (--ball ball_rolling)
+        names = tables.names(scenario.table_names(params))
         _ensure_tables(args.tables, names, quiet=args.json)
     summary = scenario.run(params, tables, out=args.out, progress=_say(args.json or not sys.stderr.isatty()))
     summary.values["peak_rss_MB"] = _peak_rss_mb()

@@ -195,6 +195,18 @@ def test_a_missing_real_table_says_how_to_build_it(tmp_path, scenario, table, de
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_sample_table_chosen_by_name_is_built_when_missing(tmp_path):
+    """``--ball ball_rolling`` (a sample table, not the scenario's default) is built in an empty
+    ``--tables`` folder as the defaults are; a name that is no sample table is only reported."""
+    r = simclient("run", "bouncing-ball", "--tables", str(tmp_path), "--ball", "ball_rolling", "--friction", "0.3",
+                  "--t-end", "0.06", "--json")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ball_rolling.zarr", "ground.zarr"]
+    assert json.loads(r.stdout)["rolling"]["vx_after_first_impact_m_s"] > 0.1
+    r = simclient("run", "bouncing-ball", "--tables", str(tmp_path), "--ball", "no_such_ball")
+    assert r.returncode == 1 and f"no surface table at {tmp_path / 'no_such_ball.zarr'}" in r.stderr
+
+
 @pytest.mark.parametrize("command", [["preprocess.cli", "inspect", "{tables}/ground.zarr"],
                                      ["simclient.cli", "validate", "--tables", "{tables}", "hertz-indentation"]])
 def test_output_read_by_a_reader_that_went_away_ends_quietly(sample_tables, command):

@@ -25,7 +25,7 @@ import json
 import math
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -135,11 +135,17 @@ class Tables:
         k = os.getpid() % len(bases) if bases else 0
         return bases[k:] + bases[:k]
 
+    def names(self, defaults: Mapping[str, str]) -> list[str]:
+        """The names of the tables read, by role (``defaults``: role -> default table name): each
+        role's override where it is a table's name, not a location (a path or URL), else its default."""
+        chosen = [self.overrides.get(role) or name for role, name in defaults.items()]
+        return [name for name in chosen if not _is_location(name)]
+
     def location(self, role: str, default: str, replica: int = 0) -> str:
         """The location of the table playing ``role`` (default table name ``default``), on the
         ``replica``-th of :meth:`replicas` when it is on a store."""
         value = self.overrides.get(role) or default
-        if value.startswith(("http://", "https://")) or "/" in value or value.endswith(".zarr"):
+        if _is_location(value):
             return value
         bases = self.replicas()
         return locate(value, bases[replica % len(bases)] if bases else None, self.folder)
@@ -326,3 +332,8 @@ def get_scenario(name: str) -> type[Scenario]:
         return SCENARIOS[name]
     except KeyError:
         raise ParameterError(f"unknown scenario {name!r}; choose one of {', '.join(SCENARIOS)}") from None
+
+
+def _is_location(value: str) -> bool:
+    """A table given by location (a path, a ``.zarr`` folder or a URL) rather than by name."""
+    return value.startswith(("http://", "https://")) or "/" in value or value.endswith(".zarr")

@@ -8,6 +8,13 @@ along +x, Hertz K = 5.5e9 N/m^1.5, for 0.4 s. The ball's inertia is the solid sp
 matter without friction). Gravity 9.81 m/s^2 along -z (the thesis gives no value). The double-layer
 law (eq. 5.33) uses the thesis' cartilage thickness h1 = 0.415 mm and, as an assumption, a second
 layer ten times stiffer (K2 = 5.5e10 N/m^1.5); the ball's 30 um indentations stay in the first layer.
+
+With ``--friction MU`` (not in the thesis) the contact has Coulomb friction (static and dynamic MU,
+Simbody's regularized model: :class:`simclient.contact.Friction`), and a ball moving along x starts
+rolling: its contact point goes round its table about y, so use the ball table ``ball_rolling``
+(poles across the travel, periodic in v; ``--ball ball_rolling``). A ball that reaches rolling inside
+its first impact (MU (1 + e) v_impact >= 2/7 vx) leaves it at 5/7 vx, the closed form reported
+beside the run's.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from simclient.contact import LAWS, ForceLaw, HertzianLaw, ViscoelasticLaw, make_law
+from simclient.contact import LAWS, ForceLaw, Friction, HertzianLaw, ViscoelasticLaw, make_law
 from simclient.dynamics import (
     METHODS,
     Body,
@@ -62,6 +69,8 @@ class BallParams:
     relax_ratio: float = param(1.0, "E_inf / E_0 of a standard linear solid: below 1 the law becomes Argatov's "
                                     "viscoelastic form (hertz only), K being the relaxed stiffness")
     creep_time: float = param(1e-3, "the standard linear solid's creep time T (with --relax-ratio)", "s")
+    friction: float = param(0.0, "coefficient of friction, static and dynamic (0: frictionless, as the thesis; "
+                                 "a rolling ball wants --ball ball_rolling)")
     t_end: float = param(0.4, "simulated time", "s")
     window_ball: tuple[int, int] = extent_param((3, 3), "the ball's window, records")
     window_ground: tuple[int, int] = extent_param((3, 9), "the ground's window, records")
@@ -75,6 +84,8 @@ class BallParams:
     def __post_init__(self) -> None:
         # (a drop: from a gap; the closed forms divide by the impact speed sqrt(2 g gap))
         check_positive(self, "bouncing-ball", "mass", "radius", "gap", "t_end", "K", "rtol", "atol", "h")
+        if not (math.isfinite(self.friction) and self.friction >= 0):
+            raise ParameterError(f"bouncing-ball: friction must be finite and >= 0, got {self.friction}")
 
     def force_law(self) -> ForceLaw:
         if self.law == "double-layer":
@@ -129,7 +140,8 @@ def bouncing_ball(ball: str | Source, ground: str | Source, params: BallParams =
     ball_body = Body("ball", mass=p.mass, inertia=np.eye(3) * 0.4 * p.mass * p.radius**2,
                      position=np.array([p.x0, 0.0, p.radius + p.gap]), velocity=np.array([p.vx, 0.0, 0.0]))
     ground_body = Body("ground", fixed=True)
-    contact = ContactModel("ball-ground", Surface(ball_body, w_ball), Surface(ground_body, w_ground), p.force_law())
+    contact = ContactModel("ball-ground", Surface(ball_body, w_ball), Surface(ground_body, w_ground), p.force_law(),
+                           friction=Friction(p.friction, p.friction) if p.friction else None)
     system = MultibodySystem([ball_body, ground_body], [contact], gravity=(0, 0, -G))
     setup_s = time.perf_counter() - t_setup
     wait0 = w_ball.wait_s + w_ground.wait_s  # the first windows' fetch belongs to the set-up
@@ -155,6 +167,10 @@ def _impacts(system: MultibodySystem, contact: ContactModel, res: SimulationResu
     each impact's start (the run has moved them on since; an impact moves its contact point far less
     than a record)."""
     gap = gap_probe(system, compile_system(system)[0])
+    # replayed in time order from the run's start (its first placements): a ball that rolls has
+    # turned its contact point by radians since, too far to find it again from where the run ended
+    assert contact.pair is not None
+    contact.pair.start()
     onsets = [e for e in res.events if e["type"] == "onset"]
     seps = [e for e in res.events if e["type"] == "separation"]
     max_ind, durations, t_max = [], [], []
@@ -170,9 +186,18 @@ def _impacts(system: MultibodySystem, contact: ContactModel, res: SimulationResu
         max_ind.append(peak)
         t_max.append(at)
         durations.append(float(t1 - on["t"]))
-    e = np.array([system.energy(res.y[:, k], gap) for k in range(0, res.y.shape[1], max(1, res.y.shape[1] // 400))])
+    # (with friction, from the end of the first impact: the slip it stops dissipates)
+    first = np.searchsorted(res.t, seps[0]["t"]) if p.friction and seps else 0
+    contact.pair.start()
+    e = np.array([system.energy(res.y[:, k], gap) for k in range(first, res.y.shape[1],
+                                                                  max(1, (res.y.shape[1] - first) // 400))])
     drift = float(np.max(np.abs(e - e[0])) / abs(e[0])) if len(e) else 0.0
-    return {"impacts": len(onsets), "impact_times_s": [float(o["t"]) for o in onsets],
+    rolling = {}
+    if p.friction and seps:
+        y = res.sol(seps[0]["t"])
+        rolling = {"rolling": {"vx_after_first_impact_m_s": float(y[7]), "spin_after_first_impact_rad_s": float(y[11]),
+                               "vx_final_m_s": float(res.y[7, -1]), "closed_form_vx_m_s": 5 / 7 * p.vx}}
+    return {**rolling, "impacts": len(onsets), "impact_times_s": [float(o["t"]) for o in onsets],
             "impact_velocities_m_s": [float(o["impact_velocity"]) for o in onsets],
             "separation_velocities_m_s": [float(s["separation_velocity"]) for s in seps],
             "max_indentation_m": max_ind, "max_indentation_times_s": t_max, "contact_durations_s": durations,
@@ -201,6 +226,9 @@ class BouncingBall(Scenario, name="bouncing-ball", params=BallParams, tables={"b
                  f"{summary['impacts']} impacts" + (f" at {times} s" if times else ""),
                  f"  max indentation {f'{depths} um' if depths else 'none'} "
                  f"(Hertz closed form {a['max_indentation'] * 1e6:.3f} um)",
+                 *([f"  rolling at {summary['rolling']['vx_after_first_impact_m_s']:.6f} m/s after the first impact "
+                    f"(5/7 vx: {summary['rolling']['closed_form_vx_m_s']:.6f} m/s), "
+                    f"{summary['rolling']['vx_final_m_s']:.6f} m/s at the end"] if "rolling" in summary.values else []),
                  f"  energy drift {summary['energy_drift']:.2e}; {summary['steps']} steps, "
                  f"{summary['rhs_evaluations']} rhs evaluations, {summary['wall_s']:.3f} s wall"]
         for name, st in summary["windows"].items():
