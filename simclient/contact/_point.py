@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 from scipy.spatial import cKDTree
+from scipy.spatial.transform import Rotation
 
 from simclient.contact._newton import ContactStatus, solve_contact, solve_contacts, solve_warm
 from simclient.errors import ContactError, ParameterError
@@ -40,6 +41,8 @@ _EVALUATIONS, _ITERATIONS = L.PAIR_EVALUATIONS, L.PAIR_ITERATIONS
 _empty = np.empty
 #: most detections :meth:`ContactPair.place` makes (each moves the windows up to 8 times)
 PLACE_DETECTIONS = 8
+#: (rad) the largest turn of a surface between two poses of :meth:`ContactPair.place`'s continuation
+PLACE_TURN = 0.2
 
 
 def _vector(offset: int, doc: str) -> property:
@@ -166,6 +169,8 @@ class ContactPair:
         self._address = self.ints.ctypes.data
         self._solve_warm = self.warm_kernel  # (an instance attribute: the cheapest look-up)
         self._followed: tuple[float, np.ndarray] | None = None  # (t, parameters) of the last follow()
+        # the last converged parameters of follow() or place() and the surfaces' poses there
+        self._placed: tuple[np.ndarray, tuple[np.ndarray, ...]] | None = None
         self._start: tuple[np.ndarray | None, RecordBlock | None, RecordBlock | None] | None = None  # (start())
 
     @property
@@ -194,6 +199,7 @@ class ContactPair:
         last, self._followed = self._followed, (t, k.params.copy()) if k.converged else None
         if self._followed is None:
             return math.inf
+        self._remember(k, R_i, c_i, R_j, c_j)
         x = self._followed[1]
         if last is not None and t > last[0]:
             rate = (x - last[1]) / (t - last[0])
@@ -228,16 +234,46 @@ class ContactPair:
               strict: bool = False) -> Contact:
         """:meth:`detect`, again from where it stopped while its iterate leaves a window: the windows
         to the contact point of a pose far from the last one (a detection moves them up to 8 times,
-        some records each, and starts from the last converged point). ``strict``: a pose without a
-        contact point at the end raises, as :meth:`detect` does."""
+        some records each, and starts from the last converged point). Where that does not converge
+        (a body turned by radians since: from the far side of a ball, Newton's iterates head for a
+        pole), by continuation: from the poses of the last converged follow or placement to these,
+        the surfaces turned :data:`PLACE_TURN` at most and moved in proportion at each step, each
+        step's solution the next one's start. ``strict``: a pose without a contact point at the
+        end raises, as :meth:`detect` does."""
+        k = self._place(R_i, c_i, R_j, c_j)
+        if not k.converged and self._placed is not None:
+            k = self._continue(R_i, c_i, R_j, c_j)
+        if k.converged:
+            self._remember(k, R_i, c_i, R_j, c_j)
+        elif strict:
+            k = self.detect(R_i, c_i, R_j, c_j, strict=True)  # (once more, raising where it fails again)
+        return k
+
+    def _place(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> Contact:
         for _ in range(PLACE_DETECTIONS):
             k = self.detect(R_i, c_i, R_j, c_j)
             if not k.status.left_window:
                 break
             self.x = k.params
-        if strict and not k.converged:
-            k = self.detect(R_i, c_i, R_j, c_j, strict=True)  # (once more, raising where it fails again)
         return k
+
+    def _continue(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> Contact:
+        """:meth:`place`'s continuation from the last converged poses to these."""
+        assert self._placed is not None
+        x0, (Ri0, ci0, Rj0, cj0) = self._placed
+        turn_i = Rotation.from_matrix(R_i @ Ri0.T).as_rotvec()
+        turn_j = Rotation.from_matrix(R_j @ Rj0.T).as_rotvec()
+        n = max(1, math.ceil(max(np.linalg.norm(turn_i), np.linalg.norm(turn_j)) / PLACE_TURN))
+        self.x = x0
+        for s in np.arange(1, n + 1) / n:
+            k = self._place(Rotation.from_rotvec(s * turn_i).as_matrix() @ Ri0, ci0 + s * (c_i - ci0),
+                            Rotation.from_rotvec(s * turn_j).as_matrix() @ Rj0, cj0 + s * (c_j - cj0))
+            if not k.converged:
+                break
+        return self._place(R_i, c_i, R_j, c_j) if k.converged else k  # (the poses themselves, unrounded)
+
+    def _remember(self, k: Contact, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> None:
+        self._placed = (k.params.copy(), tuple(np.array(a, float) for a in (R_i, c_i, R_j, c_j)))
 
     def start(self) -> None:
         """A run's start: the first call keeps the pair's warm start and windows' placements, every
