@@ -181,3 +181,22 @@ def test_the_bouncing_ball_with_friction_rolls_at_five_sevenths(sample_tables):
     assert max(b.rj1 for _, b in window.moves) > window.header.n_rec_v  # (past the seam)
     with pytest.raises(ParameterError, match="friction must be finite and >= 0"):
         BallParams(friction=-0.1)
+
+
+def test_the_rolling_balls_saved_histories(sample_tables, tmp_path):
+    """``--out`` of the rolling ball: its histories carry the spin, which meets vx / R once it rolls,
+    and every impact's indentation, read after the run from windows placed back along 2 rad of
+    rolling, is Hertz's (the placements from the run's end reached the contact points by
+    continuation)."""
+    from simclient.scenarios import Tables, get_scenario
+    from simclient.scenarios.bouncing_ball import hertz_drop
+
+    cls = get_scenario("bouncing-ball")
+    p = cls.Params(friction=0.3, t_end=0.4)
+    s = cls().run(p, Tables(folder=str(sample_tables), overrides={"ball": "ball_rolling"}), out=tmp_path)
+    h = np.load(tmp_path / "bouncing_ball.npz")
+    rolling = h["t"] > 0.06
+    np.testing.assert_allclose(h["angular_velocity"][rolling, 1] * R, h["velocity"][rolling, 0], rtol=1e-3)
+    peaks = [h["indentation"][(h["t"] > t) & (h["t"] < t + 3e-4)].max() for t in s["impact_times_s"]]
+    np.testing.assert_allclose(peaks, hertz_drop(p)["max_indentation"], rtol=2e-3)
+    assert (tmp_path / "bouncing_ball.png").stat().st_size > 0

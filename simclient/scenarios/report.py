@@ -46,10 +46,20 @@ def save_bouncing_ball(summary: Summary, out: Path) -> list[Path]:
         ind[k] = max(hit.indentation if hit.converged else -system.gap(contact), 0.0)
         force[k] = contact.law.normal_force(ind[k], 0.0, 1.0)  # the elastic part
     files = [out / "bouncing_ball.npz", out / "bouncing_ball.csv", out / "bouncing_ball.png"]
-    np.savez(files[0], t=t, position=y[:, 0:3], velocity=y[:, 7:10], indentation=ind, force_elastic=force)
-    np.savetxt(files[1], np.column_stack([t, y[:, 0:3], y[:, 7:10], ind, force]), delimiter=",",
-               header="t_s,x_m,y_m,z_m,vx_m_s,vy_m_s,vz_m_s,indentation_m,elastic_force_N", comments="")
-    fig, ax = plt.subplots(2, 2, figsize=(11, 7))
+    np.savez(files[0], t=t, position=y[:, 0:3], velocity=y[:, 7:10], angular_velocity=y[:, 10:13], indentation=ind,
+             force_elastic=force)
+    np.savetxt(files[1], np.column_stack([t, y[:, 0:3], y[:, 7:10], y[:, 10:13], ind, force]), delimiter=",",
+               header="t_s,x_m,y_m,z_m,vx_m_s,vy_m_s,vz_m_s,wx_rad_s,wy_rad_s,wz_rad_s,indentation_m,elastic_force_N",
+               comments="")
+    fig, ax = plt.subplots(2, 3, figsize=(16, 7))
+    p = summary.artifacts["params"]
+    ax[0, 2].plot(t, y[:, 7], label="vx")
+    ax[0, 2].plot(t, y[:, 11] * p.radius, label="omega_y R (body frame)")
+    if "rolling" in summary.values:
+        ax[0, 2].axhline(summary["rolling"]["closed_form_vx_m_s"], ls="--", c="k", lw=0.8, label="5/7 vx (rolling)")
+    ax[0, 2].set(xlabel="t [s]", ylabel="[m/s]", title=f"sliding and rolling (friction {p.friction:g})")
+    ax[0, 2].legend()
+    ax[1, 2].axis("off")
     ax[0, 0].plot(t, y[:, 2] * 1e3)
     ax[0, 0].set(xlabel="t [s]", ylabel="ball centre height z [mm]", title="trajectory")
     ax[0, 1].plot(t, ind * 1e6)
