@@ -167,10 +167,6 @@ def _impacts(system: MultibodySystem, contact: ContactModel, res: SimulationResu
     each impact's start (the run has moved them on since; an impact moves its contact point far less
     than a record)."""
     gap = gap_probe(system, compile_system(system)[0])
-    # replayed in time order from the run's start (its first placements): a ball that rolls has
-    # turned its contact point by radians since, too far to find it again from where the run ended
-    assert contact.pair is not None
-    contact.pair.start()
     onsets = [e for e in res.events if e["type"] == "onset"]
     seps = [e for e in res.events if e["type"] == "separation"]
     max_ind, durations, t_max = [], [], []
@@ -188,7 +184,6 @@ def _impacts(system: MultibodySystem, contact: ContactModel, res: SimulationResu
         durations.append(float(t1 - on["t"]))
     # (with friction, from the end of the first impact: the slip it stops dissipates)
     first = np.searchsorted(res.t, seps[0]["t"]) if p.friction and seps else 0
-    contact.pair.start()
     e = np.array([system.energy(res.y[:, k], gap) for k in range(first, res.y.shape[1],
                                                                   max(1, (res.y.shape[1] - first) // 400))])
     drift = float(np.max(np.abs(e - e[0])) / abs(e[0])) if len(e) else 0.0
