@@ -20,7 +20,10 @@
 
 from __future__ import annotations
 
-__all__ = ["SimClientError", "SourceError", "SourceNotFound", "SourceRequestError", "SourceUnavailable",
+import math
+import numbers
+
+__all__ = ["nonnegative", "SimClientError", "SourceError", "SourceNotFound", "SourceRequestError", "SourceUnavailable",
            "SourceCorrupt", "TableChanged", "WindowError", "ContactError", "SimulationError", "ParameterError", "ServiceError"]
 
 
@@ -73,3 +76,11 @@ class ParameterError(SimClientError, ValueError):
 class ServiceError(SimClientError):
     """A helper service failed: a store started for the demo, a benchmark or a test, or a sweep's
     Dask scheduler that does not answer."""
+
+
+def nonnegative(value: object, what: str) -> float:
+    """``value`` as a float if it is a finite real number >= 0; otherwise a :class:`ParameterError`
+    naming ``what`` (a parameter and its unit) and the value."""
+    if not (isinstance(value, numbers.Real) and math.isfinite(value) and float(value) >= 0):
+        raise ParameterError(f"{what} must be a finite number >= 0, got {value!r}")
+    return float(value)

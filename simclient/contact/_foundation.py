@@ -5,7 +5,9 @@ the fixed body's grids touch the moving table, and how deep along the midsurface
 layer law: each element is an independent spring whose pressure follows the law of its
 interpenetration ``d`` and the layers' thickness ``h``; it pushes the moving body along the
 midsurface normal with ``p A`` at the element centre (and the fixed body back). Net force and
-torque follow by the principle of replacement about the fixed surface frame's origin.
+torque follow by the principle of replacement about the fixed surface frame's origin. For
+dynamics, each element's force can also dissipate and carry friction (Simbody's elastic
+foundation; see :class:`FoundationContact`), and :func:`layer_energy` gives the energy it stores.
 
 Units: SI (m, Pa, N, N m). Frames: results live in the fixed surface frame.
 """
@@ -22,12 +24,13 @@ from scipy.integrate import quad
 from scipy.optimize import brentq
 
 from simclient.contact._elements import SUB_OFFSETS, ElementContact, ElementDetector, ElementGrid
-from simclient.errors import ContactError
+from simclient.contact._friction import Friction, friction_coefficient
+from simclient.errors import ContactError, ParameterError, nonnegative
 from simclient.geometry import jit
 from simclient.io import Source
 
 __all__ = ["LayerLaw", "LinearLayer", "NonlinearLayer", "CompartmentResult", "FoundationContact",
-           "power_gap_strain_ratios"]
+           "power_gap_strain_ratios", "layer_result", "layer_energy"]
 
 
 class LayerLaw(Protocol):
@@ -163,35 +166,60 @@ class CompartmentResult:
 
 
 @jit
-def _resultants(p: np.ndarray, area: np.ndarray, at: np.ndarray,
-                normal: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+def _resultants(p: np.ndarray, area: np.ndarray, at: np.ndarray, normal: np.ndarray, V: np.ndarray, W: np.ndarray,
+                dissipation: float, friction: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
     """Net force (N) and torque about the origin (N m) of element forces ``p[m] area[m]`` along
     ``normal[m]`` at ``at[m]`` (principle of replacement), the load ``sum p A`` (N) and the centre of
-    pressure (m; NaN without load)."""
+    pressure (m; NaN without load). Where the moving body's material moves at ``V + W x at[m]``
+    (m/s) relative to the fixed body's: each element's normal force times ``1 + 3/2 c d'`` (``c``
+    = ``dissipation``, s/m; ``d' = -v . n`` the rate of interpenetration; never pulling), and with
+    ``friction`` (:attr:`simclient.contact.Friction.packed`; empty: none) a force ``mu(|v_s|)``
+    times that against the element's slip ``v_s`` (Simbody's elastic foundation, element by element)."""
     F, T, cop = np.zeros(3), np.zeros(3), np.zeros(3)
     load = 0.0
+    moving = dissipation != 0.0 or friction.shape[0] > 0
     for m in range(p.shape[0]):
         pa = p[m] * area[m]
-        f0, f1, f2 = pa * normal[m, 0], pa * normal[m, 1], pa * normal[m, 2]
+        n0, n1, n2 = normal[m, 0], normal[m, 1], normal[m, 2]
         c0, c1, c2 = at[m, 0], at[m, 1], at[m, 2]
+        cop[0] += c0 * pa
+        cop[1] += c1 * pa
+        cop[2] += c2 * pa
+        load += pa
+        f0, f1, f2 = pa * n0, pa * n1, pa * n2
+        if moving:
+            v0 = V[0] + W[1] * c2 - W[2] * c1
+            v1 = V[1] + W[2] * c0 - W[0] * c2
+            v2 = V[2] + W[0] * c1 - W[1] * c0
+            vn = v0 * n0 + v1 * n1 + v2 * n2
+            fn = max(pa * (1.0 - 1.5 * dissipation * vn), 0.0)
+            f0, f1, f2 = fn * n0, fn * n1, fn * n2
+            s0, s1, s2 = v0 - vn * n0, v1 - vn * n1, v2 - vn * n2
+            slip = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+            if friction.shape[0] > 0 and slip > 0.0:
+                ft = friction_coefficient(friction, slip) * fn / slip
+                f0, f1, f2 = f0 - ft * s0, f1 - ft * s1, f2 - ft * s2
         F[0] += f0
         F[1] += f1
         F[2] += f2
         T[0] += c1 * f2 - c2 * f1
         T[1] += c2 * f0 - c0 * f2
         T[2] += c0 * f1 - c1 * f0
-        cop[0] += c0 * pa
-        cop[1] += c1 * pa
-        cop[2] += c2 * pa
-        load += pa
     return F, T, load, cop / load if load > 0 else np.full(3, np.nan)
 
 
-def layer_result(contact: ElementContact, layer: LayerLaw) -> CompartmentResult:
+_STILL = (np.zeros(3), np.zeros(3))
+_NO_FRICTION = np.zeros(0)
+
+
+def layer_result(contact: ElementContact, layer: LayerLaw, velocity: tuple[np.ndarray, np.ndarray] = _STILL,
+                 dissipation: float = 0.0, friction: Friction | None = None) -> CompartmentResult:
     """Pressures, force and torque of one compartment's contact under ``layer``. With sub-points
     (the ``quadratic`` quadrature) an element's pressure is the mean over its sub-points, its
     contact area the element's times the share of them in contact, and its force acts at the
-    sub-points' centre of pressure. The peak pressure is the largest element's."""
+    sub-points' centre of pressure. The peak pressure is the largest element's. ``velocity``,
+    ``dissipation`` and ``friction``: see :class:`FoundationContact` (they change the force and
+    torque, not the pressures, which are the layer's elastic ones)."""
     g, a = contact.grid, contact.active
     if contact.sub_depth is None:
         pa = layer.pressure(contact.depth[a], contact.thickness) if len(a) else np.zeros(0)
@@ -203,7 +231,8 @@ def layer_result(contact: ElementContact, layer: LayerLaw) -> CompartmentResult:
         # (u, v) offsets of each element's centre of pressure, in element spacings, onto its edges
         off = ps @ SUB_OFFSETS / np.maximum(ps.sum(axis=1), 1e-300)[:, None]
         at = g.centre[a] + np.einsum("mi,mij->mj", off, g.edges[a])
-    F, T, load, cop = _resultants(pa, g.area[a], at, contact.normal)
+    F, T, load, cop = _resultants(pa, g.area[a], np.ascontiguousarray(at), contact.normal, *velocity, float(dissipation),
+                                  _NO_FRICTION if friction is None else friction.packed)
     area = float(g.area[a] @ share)
     p = np.where(g.usable, 0.0, np.nan)
     p[a] = pa
@@ -211,15 +240,38 @@ def layer_result(contact: ElementContact, layer: LayerLaw) -> CompartmentResult:
                              load / area if area > 0 else 0.0, cop)
 
 
+def layer_energy(layer: LayerLaw, d: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """Elastic energy per unit area (J/m^2) stored by ``layer`` at interpenetrations ``d`` (m) of
+    layers of thickness ``h`` (m): the integral of its pressure from 0 to ``d`` by 8-point
+    Gauss-Legendre (exact for the linear law; 0 where ``d <= 0``)."""
+    d = np.maximum(np.asarray(d, float), 0.0)
+    x, w = np.polynomial.legendre.leggauss(8)
+    s = 0.5 * d[..., None] * (x + 1)
+    p = layer.pressure(s.ravel(), np.broadcast_to(np.asarray(h, float)[..., None], s.shape).ravel()).reshape(s.shape)
+    return 0.5 * d * (p @ w)
+
+
 class FoundationContact:
     """Elastic-foundation contact between element grids on a fixed table and a moving table:
     an :class:`ElementDetector` (``grids``, ``moving`` -- one table, or one per compartment -- and
-    the keyword ``options`` are its own)
-    and a ``layer`` law (:class:`LinearLayer`, :class:`NonlinearLayer`)."""
+    the keyword ``options`` are its own) and a ``layer`` law (:class:`LinearLayer`,
+    :class:`NonlinearLayer`).
+
+    For dynamics (Simbody's elastic foundation, element by element; see
+    :class:`simclient.dynamics.FoundationLoad`): ``dissipation`` ``c`` (s/m, >= 0) multiplies each
+    element's normal force by ``1 + 3/2 c d'`` (``d'``, m/s, the element's rate of interpenetration;
+    Hunt and Crossley's form: a body bouncing at ``v`` keeps ``1 - c v`` of its speed, to first
+    order), never pulling; ``friction`` (:class:`simclient.contact.Friction`) adds at each element
+    ``mu(|v_s|)`` times its normal force against its slip. Both need the bodies' relative velocity
+    (``evaluate``'s ``velocity``); without it the result is the static one."""
 
     def __init__(self, grids: list[ElementGrid], moving: Source | Mapping[str, Source], layer: LayerLaw,
-                 **options: Any) -> None:
-        self.layer = layer
+                 dissipation: float = 0.0, friction: Friction | None = None, **options: Any) -> None:
+        if friction is not None and not isinstance(friction, Friction):
+            raise ParameterError(f"elastic foundation: friction must be a Friction, got {friction!r}")
+        self.layer: LayerLaw = layer
+        self.dissipation = nonnegative(dissipation, "elastic foundation: dissipation (s/m)")
+        self.friction: Friction | None = friction
         self.detector = ElementDetector(grids, moving, **options)
         # the last detection and its result per compartment: a copied detection keeps its result
         self._last: dict[str, tuple[ElementContact, CompartmentResult]] = {}
@@ -240,13 +292,37 @@ class FoundationContact:
         return self.detector.elements_evaluated
 
     def evaluate(self, R_fixed: np.ndarray, c_fixed: np.ndarray, R_moving: np.ndarray, c_moving: np.ndarray,
-                 full: bool = False) -> dict[str, CompartmentResult]:
+                 full: bool = False, velocity: tuple[np.ndarray, np.ndarray] | None = None
+                 ) -> dict[str, CompartmentResult]:
         """Contact for the surface frames' poses (global): per compartment, in the fixed surface frame.
-        ``full`` forces a full search (for checks)."""
+        ``full`` forces a full search (for checks). ``velocity = (V, W)``: the moving body's
+        velocity relative to the fixed body's, in the fixed surface frame: ``V`` (m/s) that of its
+        material point at the frame's origin, ``W`` (rad/s) its angular velocity; with it the force
+        and torque include the dissipation and the friction."""
+        dynamic = velocity is not None and (self.dissipation > 0 or self.friction is not None)
         out = {}
         for name, contact in self.detector.detect(R_fixed, c_fixed, R_moving, c_moving, full).items():
+            if dynamic:  # (not kept: the same detection moving otherwise has another result)
+                assert velocity is not None
+                out[name] = layer_result(contact, self.layer, velocity, self.dissipation, self.friction)
+                continue
             last = self._last.get(name)
             if last is None or last[0] is not contact:
                 last = self._last[name] = (contact, layer_result(contact, self.layer))
             out[name] = last[1]
         return out
+
+    def elastic_energy(self, R_fixed: np.ndarray, c_fixed: np.ndarray, R_moving: np.ndarray,
+                       c_moving: np.ndarray) -> float:
+        """The layers' elastic energy (J) at the surface frames' poses (global): per element its
+        area times :func:`layer_energy` (with sub-points, their mean)."""
+        self.evaluate(R_fixed, c_fixed, R_moving, c_moving)
+        total = 0.0
+        for contact, _ in self._last.values():
+            a, area = contact.active, contact.grid.area[contact.active]
+            if contact.sub_depth is None:
+                total += float(area @ layer_energy(self.layer, contact.depth[a], contact.thickness))
+            else:
+                h = np.broadcast_to(contact.thickness[:, None], contact.sub_depth.shape)
+                total += float(area @ layer_energy(self.layer, contact.sub_depth, h).mean(axis=1))
+        return total

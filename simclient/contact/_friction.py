@@ -24,14 +24,13 @@ rolling friction.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
 from simclient.contact._laws import ContactForce
 from simclient.contact._point import Contact
-from simclient.errors import ParameterError
+from simclient.errors import ParameterError, nonnegative
 from simclient.geometry import jit
 
 __all__ = ["Friction", "friction_coefficient", "FRICTION_PARAMS_SIZE"]
@@ -75,8 +74,7 @@ class Friction:
         values = {"static": self.static, "dynamic": self.dynamic, "viscous": self.viscous,
                   "transition_velocity": self.transition_velocity}
         for key, value in values.items():
-            if not (isinstance(value, numbers.Real) and math.isfinite(value) and value >= 0):
-                raise ParameterError(f"friction: {key} must be a finite number >= 0, got {value!r}")
+            nonnegative(value, f"friction: {key}")
         if self.transition_velocity <= 0:
             raise ParameterError(f"friction: transition_velocity must be positive (m/s), got {self.transition_velocity!r}")
         if self.static < self.dynamic:

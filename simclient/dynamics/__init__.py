@@ -5,7 +5,8 @@
   constraints).
 - Constraints: :class:`SphericalJoint`, :class:`RevoluteJoint`, :class:`Prescribed`.
 - Loads: :class:`Ligament` with :class:`QuadraticLaw` or :class:`BlankevoortLaw`,
-  :class:`PointLoad`, :func:`pulse`.
+  :class:`PointLoad`, :func:`pulse`, :class:`FoundationLoad` (elastic-foundation contact in a
+  spatial system).
 - Planar: :class:`PlanarBody`, :class:`PlanarSystem` (coordinates x, y, phi; the augmented form
   with analytic Jacobians), :class:`Revolute2D`, :class:`PrescribedMotion`, profile contacts
   (:class:`PlanarContact` on :class:`ProfileSurface`), :func:`spring_damper`.
@@ -24,6 +25,7 @@ from simclient.dynamics._constraints import Constraint, Prescribed, RevoluteJoin
 from simclient.dynamics._integrate import METHODS, RK4, SimulationResult, System, integrate, simulate, solver_class
 from simclient.dynamics._loads import (
     BlankevoortLaw,
+    FoundationLoad,
     Ligament,
     LigamentLaw,
     LinearSpring,
@@ -51,4 +53,4 @@ __all__ = ["Body", "Surface", "Poses", "ContactModel", "MultibodySystem", "Const
            "compile_system", "gap_probe", "ligament_forces", "solver_class", "integrate", "simulate",
            "SimulationResult", "System", "PlanarBody", "ProfileSurface", "PlanarContact", "PlanarSystem",
            "Revolute2D", "PrescribedMotion", "PlanarConstraint", "StaticProblem", "StaticResult", "COORDINATES",
-           "newton", "settle", "NewtonResult"]
+           "newton", "settle", "NewtonResult", "FoundationLoad"]

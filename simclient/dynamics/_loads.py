@@ -24,12 +24,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from simclient.contact import CompartmentResult, FoundationContact
 from simclient.dynamics._bodies import Body, Poses
 from simclient.errors import ParameterError
-from simclient.geometry import jit
+from simclient.geometry import jit, surface_pose
 
 __all__ = ["Load", "LigamentLaw", "QuadraticLaw", "BlankevoortLaw", "LinearSpring", "Ligament", "spring_damper",
-           "pulse", "PointLoad", "spring_force"]
+           "pulse", "PointLoad", "spring_force", "FoundationLoad"]
 
 # the compiled spring laws (:func:`spring_force`): a kind and three parameters
 _QUADRATIC, _BLANKEVOORT, _LINEAR = 1, 2, 3
@@ -55,7 +56,9 @@ def spring_force(kind: int, p: np.ndarray, length: float) -> float:
 
 
 class Load(Protocol):
-    """A load: ``load(t, system) -> [(body, P, f)]``, forces ``f`` (N) at points ``P`` (m), global."""
+    """A load: ``load(t, system) -> [(body, P, f)]``, forces ``f`` (N) at points ``P`` (m), global;
+    an item may carry a fourth entry, a moment (N m, global) on the body besides the force's
+    (:class:`FoundationLoad`'s torques; spatial systems only)."""
 
     def __call__(self, t: float, system: Poses) -> list[tuple[Body, np.ndarray, np.ndarray]]: ...
 
@@ -199,3 +202,57 @@ class PointLoad:
     def __call__(self, t: float, system: Poses) -> list[tuple[Body, np.ndarray, np.ndarray]]:
         r, A, _, _ = system.pose(self.body)
         return [(self.body, r + A @ self.point, self.magnitude(t) * (A @ self.direction))]
+
+
+class FoundationLoad:
+    """Elastic-foundation contact as a load of a :class:`simclient.dynamics.MultibodySystem`
+    (Simbody's ``ElasticFoundationForce``): ``contact``'s element grids ride on ``fixed`` (the layer;
+    its table frame placed in the body by ``fixed_offset`` (m) and ``fixed_rotation``), its moving
+    table(s) on ``moving`` (``moving_offset``, ``moving_rotation``). At each evaluation the contact
+    is detected at the bodies' poses, with their relative velocity for its dissipation and friction
+    (see :class:`simclient.contact.FoundationContact`); the moving body takes the elements' net
+    force and torque, the fixed body the opposite. The forces depend on the poses continuously
+    (an element's pressure rises from zero as it starts to penetrate), so it needs no contact
+    events: the integrator's step control meets the contact. ``last`` holds the last evaluation's
+    :class:`simclient.contact.CompartmentResult` per compartment (in the fixed surface frame)."""
+
+    def __init__(self, contact: FoundationContact, fixed: Body, moving: Body, *,
+                 fixed_offset: np.ndarray | None = None, fixed_rotation: np.ndarray | None = None,
+                 moving_offset: np.ndarray | None = None, moving_rotation: np.ndarray | None = None) -> None:
+        if fixed is moving:
+            raise ParameterError(f"elastic foundation: the layer and the moving table are on one body ({fixed.name})")
+        self.contact, self.fixed, self.moving = contact, fixed, moving
+        self.placements = {id(fixed): _placement(fixed_offset, fixed_rotation),
+                           id(moving): _placement(moving_offset, moving_rotation)}
+        self.last: dict[str, CompartmentResult] = {}
+
+    def surface_poses(self, system: Poses) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(R_fixed, c_fixed, R_moving, c_moving)``: the two table frames' global poses (m)."""
+        return (*self._pose(system, self.fixed), *self._pose(system, self.moving))
+
+    def _pose(self, system: Poses, body: Body) -> tuple[np.ndarray, np.ndarray]:
+        r, A, _, _ = system.pose(body)
+        R, c = surface_pose(r, A, *self.placements[id(body)])
+        return np.ascontiguousarray(R), c
+
+    def __call__(self, t: float, system: Poses) -> list[tuple[Body, np.ndarray, np.ndarray, np.ndarray]]:
+        Rf, cf, Rm, cm = self.surface_poses(system)
+        # the moving body's material velocity relative to the fixed body's, at the fixed frame's
+        # origin, and the relative angular velocity: global, then in the fixed frame
+        W = system.pose(self.moving)[3] - system.pose(self.fixed)[3]
+        V = system.velocity_at(self.moving, cf) - system.velocity_at(self.fixed, cf)
+        self.last = self.contact.evaluate(Rf, cf, Rm, cm, velocity=(Rf.T @ V, Rf.T @ W))
+        F = Rf @ sum(r.force for r in self.last.values())
+        T = Rf @ sum(r.torque for r in self.last.values())  # about the fixed frame's origin cf
+        if not (F.any() or T.any()):
+            return []
+        return [(self.moving, cf, F, T), (self.fixed, cf, -F, -T)]
+
+    def elastic_energy(self, system: Poses) -> float:
+        """The layers' elastic energy (J) at the system's state (:meth:`FoundationContact.elastic_energy`)."""
+        return self.contact.elastic_energy(*self.surface_poses(system))
+
+
+def _placement(offset: np.ndarray | None, rotation: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    return (np.zeros(3) if offset is None else np.asarray(offset, float),
+            np.eye(3) if rotation is None else np.asarray(rotation, float))

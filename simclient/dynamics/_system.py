@@ -277,8 +277,11 @@ class MultibodySystem:
                 N[self._bidx[id(c.i.body)]] += cf.moment
                 N[self._bidx[id(c.j.body)]] -= cf.moment
         for load in self.loads:
-            for body, P, f in load(t, self):
-                _apply(self._bidx[id(body)], np.asarray(P, float), np.asarray(f, float), self._r, F, N)
+            for item in load(t, self):
+                b = self._bidx[id(item[0])]
+                _apply(b, np.asarray(item[1], float), np.asarray(item[2], float), self._r, F, N)
+                if len(item) > 3:  # a moment besides the force's
+                    N[b] += item[3]
         return F, N
 
     def body_index(self, body: Body) -> int:
