@@ -9,47 +9,17 @@ import math
 
 import numpy as np
 import pytest
-from scipy.integrate import solve_ivp
-from scipy.optimize import brentq
 from scipy.special import beta
 
 from simclient.contact import FoundationContact, Friction, LinearLayer, NonlinearLayer, element_grid, layer_energy
-from simclient.dynamics import Body, FoundationLoad, MultibodySystem, StaticProblem, simulate
+from simclient.dynamics import Body, FoundationLoad, StaticProblem, simulate
 from simclient.errors import ParameterError
 from simclient.io import open_surface
 from simclient.scenarios import locate
+from simclient.scenarios.validate import (EF_H, EF_K, EF_LAW, EF_MASS, EF_R, ball_on_layer, foundation_drop,
+                                          hunt_crossley_restitution)
 
-LAW, R, H, M = LinearLayer(10e6, 0.3), 0.02, 0.005, 0.01  # Pa, -, m, m, kg
-K_F = math.pi * LAW.aggregate_modulus * R / H  # N/m^2: F = K_F d^2
-
-
-def _ball_on_layer(tables, position, velocity, gravity=0.0, **contact):
-    """The sphere (mass M, a uniform ball's inertia) at ``position`` (m, relative to touching the
-    layer with its lowest point at the origin) with ``velocity`` (m/s) over a 40 x 40 grid of
-    +-3 mm, the quadratic quadrature, tracking within 10 um of the surface; the system and load."""
-    layer, sphere = open_surface(locate("ef_layer", tables=tables)), open_surface(locate("ef_sphere", tables=tables))
-    hs = sphere.header
-    lowest = float(sphere.read_block(0, hs.n_rec_u, 0, hs.n_rec_v)[..., 4].min())  # z of its lowest point, frame
-    grid = element_grid(layer, "layer", (-0.003, 0.003), (-0.003, 0.003), (40, 40), H)
-    fc = FoundationContact([grid], sphere, LAW, extent=(hs.n_rec_u, hs.n_rec_v), quadrature="quadratic",
-                           margin=1e-5, **contact)
-    ball = Body("ball", mass=M, inertia=np.eye(3) * 0.4 * M * R**2, position=np.array(position) - [0, 0, lowest],
-                velocity=np.array(velocity, float))
-    ground = Body("ground", fixed=True)
-    load = FoundationLoad(fc, ground, ball)
-    return MultibodySystem([ball, ground], [], gravity=(0.0, 0.0, -gravity), loads=[load]), load, lowest
-
-
-def _drop(tables, v0, dissipation=0.0):
-    """The sphere dropped from 10 um above the layer at ``v0`` (m/s) without gravity, until it has
-    left again: the result and the times it touches and leaves (s), its lowest point's z (m)."""
-    dmax = (1.5 * M * v0**2 / K_F) ** (1 / 3)
-    system, load, lowest = _ball_on_layer(tables, (0, 0, 1e-5), (0, 0, -v0), dissipation=dissipation)
-    res = simulate(system, 2e-5 / v0 + 4 * dmax / v0, method="DOP853", rtol=1e-8, atol=1e-12)
-    assert res.status == 0, res.message
-    z = lambda t: res.sol(t)[2] + lowest  # noqa: E731
-    deepest = res.t[np.argmin(res.y[2])]
-    return res, system, load, lowest, brentq(z, 0.0, deepest), brentq(z, deepest, res.t[-1])
+LAW, R, H, M, K_F = EF_LAW, EF_R, EF_H, EF_MASS, EF_K  # Pa, m, m, kg, N/m^2 (F = K_F d^2)
 
 
 def test_a_sphere_bounces_off_a_layer_as_the_closed_form_says(sample_tables):
@@ -60,7 +30,7 @@ def test_a_sphere_bounces_off_a_layer_as_the_closed_form_says(sample_tables):
     correction of the depths, which the force follows and the energy of the depths does not)."""
     v0 = 0.03
     dmax = (1.5 * M * v0**2 / K_F) ** (1 / 3)
-    res, system, load, lowest, t_in, t_out = _drop(sample_tables, v0)
+    res, system, load, lowest, t_in, t_out = foundation_drop(sample_tables, v0)
     assert -(res.y[2].min() + lowest) == pytest.approx(dmax, rel=1e-3)
     assert t_out - t_in == pytest.approx(2 / 3 * beta(1 / 3, 1 / 2) * dmax / v0, rel=1e-3)
     assert res.y[9, -1] == pytest.approx(v0, rel=1e-5)
@@ -77,17 +47,10 @@ def test_dissipation_gives_hunt_and_crossleys_restitution(sample_tables):
     c d'), whose restitution depends on c v0 alone: a second method, the one-degree-of-freedom
     equation in dimensionless form, gives it (0.95237 at c v0 = 0.05, near 1 - c v0)."""
     v0, c = 0.03, 0.05 / 0.03
-    res, *_ = _drop(sample_tables, v0, dissipation=c)
-    a = 1.5 * c * v0
-
-    def leaves(t, y):
-        return y[0]
-    leaves.terminal, leaves.direction = True, -1
-    # x'' = -x^2 (1 + a x') (x the depth in d_max-like units, v0 = 1); x' at the exit is -e
-    ode = solve_ivp(lambda t, y: [y[1], -max(y[0], 0.0) ** 2 * (1 + a * y[1])], (0, 50), [1e-12, 1.0],
-                    events=leaves, rtol=1e-12, atol=1e-14)
-    e = -ode.y_events[0][0][1]
+    res = foundation_drop(sample_tables, v0, dissipation=c)[0]
+    e = hunt_crossley_restitution(1.5 * c * v0, 2.0)
     assert e == pytest.approx(1 - c * v0, abs=5e-3)
+    assert hunt_crossley_restitution(1e-9, 2.0) == pytest.approx(1.0, abs=1e-8)  # (no dissipation: none lost)
     assert res.y[9, -1] / v0 == pytest.approx(e, rel=1e-4)
 
 
@@ -98,7 +61,7 @@ def test_friction_makes_a_sliding_sphere_roll(sample_tables):
     the slip where the regularized friction balances nothing) and without slip, within 1e-3."""
     g, v0, mu = 9.81, 0.05, 0.3
     ds = math.sqrt(M * g / K_F)  # the static indentation
-    system, load, _ = _ball_on_layer(sample_tables, (-0.001, 0, -ds), (v0, 0, 0), gravity=g,
+    system, load, _ = ball_on_layer(sample_tables, (-0.001, 0, -ds), (v0, 0, 0), gravity=g,
                                      friction=Friction(mu, mu))
     ts = 2 / 7 * v0 / (mu * g)  # the sliding time
     res = simulate(system, 2 * ts, method="DOP853", rtol=1e-8, atol=1e-12)
@@ -115,7 +78,7 @@ def test_the_static_solver_rests_a_sphere_on_the_layer(sample_tables):
     """The quasi-static solver takes the load like any other: resting under gravity, the sphere
     sinks until k d^2 = m g (within 0.5 %: the sphere's force is the paraboloid's within 0.15 %)."""
     g = 9.81
-    system, load, lowest = _ball_on_layer(sample_tables, (0, 0, 1e-6), (0, 0, 0), gravity=g)
+    system, load, lowest = ball_on_layer(sample_tables, (0, 0, 1e-6), (0, 0, 0), gravity=g)
     ball = system.free[0]
     problem = StaticProblem(system, ball, {"x": 0.0, "y": 0.0, "rx": 0.0, "ry": 0.0, "rz": 0.0}, tol_N=1e-9)
     result = problem.solve(0.0)

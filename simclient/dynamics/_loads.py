@@ -12,12 +12,15 @@ Force laws (``force(length) -> N``):
   a reference length and strain, ``l0 = l_r / (eps_r + 1)``.
 
 Optional damping ``c`` (N s/m) adds ``c l'`` while the ligament is taut (never pushing).
+
+:class:`FoundationLoad` makes an elastic-foundation contact (:class:`simclient.contact.FoundationContact`)
+a load: its net force and torque on the two bodies at their poses and relative velocity.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
@@ -55,12 +58,16 @@ def spring_force(kind: int, p: np.ndarray, length: float) -> float:
     return math.nan
 
 
+#: what a load gives: a body, a point (m) and a force (N), and perhaps a moment (N m), global
+LoadItem = tuple[Body, np.ndarray, np.ndarray] | tuple[Body, np.ndarray, np.ndarray, np.ndarray]
+
+
 class Load(Protocol):
     """A load: ``load(t, system) -> [(body, P, f)]``, forces ``f`` (N) at points ``P`` (m), global;
     an item may carry a fourth entry, a moment (N m, global) on the body besides the force's
     (:class:`FoundationLoad`'s torques; spatial systems only)."""
 
-    def __call__(self, t: float, system: Poses) -> list[tuple[Body, np.ndarray, np.ndarray]]: ...
+    def __call__(self, t: float, system: Poses) -> Sequence[LoadItem]: ...
 
 
 class LigamentLaw(Protocol):

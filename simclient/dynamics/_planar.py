@@ -303,8 +303,10 @@ class PlanarSystem:
                 self._add(Q, c.i.body, cf.point, cf.force)
                 self._add(Q, c.j.body, cf.point_j, -cf.force)
         for load in self.loads:
-            for body, P, f in load(t, self):  # type: ignore[arg-type]  # planar poses, same interface
-                self._add(Q, body, np.asarray(P, float), np.asarray(f, float))
+            for item in load(t, self):  # type: ignore[arg-type]  # planar poses, same interface
+                if len(item) > 3:
+                    raise ParameterError(f"load {load!r}: a planar system takes forces at points, not moments")
+                self._add(Q, item[0], np.asarray(item[1], float), np.asarray(item[2], float))
         return Q
 
     def _constraint_system(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

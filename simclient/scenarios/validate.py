@@ -30,6 +30,13 @@ its expected value:
   above the single layer's.
 - ``ef-paraboloid``: an elliptic paraboloid indenter (R1 = 20 mm, R2 = 50 mm), d = 0.05 mm, linear
   layer: ``F = pi K sqrt(R1 R2) d^2 / h``, within 1 %.
+- ``ef-sphere-drop``: that sphere as a 10 g ball dropped at 0.03 m/s onto that layer in a dynamic
+  run (:class:`simclient.dynamics.FoundationLoad`, 40 x 40 elements over +-3 mm, the quadratic
+  quadrature): its largest indentation against ``(3 m v^2 / (2 k))^(1/3)``, ``k = pi K R / h``,
+  within 1 %.
+- ``ef-sphere-dissipation``: the same drop with the elements' dissipation, c v = 0.05: the
+  restitution against the one-degree-of-freedom equation ``m d'' = -k d^2 (1 + 3/2 c d')``
+  integrated numerically (it depends on ``c v`` alone), within 1e-3.
 - ``argatov-incompressible-1..3``: Argatov's incompressible thin layer, eq. 27's closed form at the
   reference's (R1, R2, delta, m) against eqs. 23-24 solved numerically and eq. 22 integrated over the
   ellipse, within 1e-6 (tests also hold both to the reference's P = 0.716755, 7.539822, 0.569139).
@@ -53,13 +60,13 @@ its expected value:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.integrate import quad
+from scipy.integrate import quad, solve_ivp
 from scipy.optimize import brentq
 
 from simclient.contact import (
@@ -80,6 +87,7 @@ from simclient.contact import (
 from simclient.dynamics import (
     Body,
     ContactModel,
+    FoundationLoad,
     MultibodySystem,
     PlanarBody,
     PlanarContact,
@@ -90,7 +98,7 @@ from simclient.dynamics import (
     simulate,
 )
 from simclient.geometry import StorageWindow
-from simclient.errors import ParameterError
+from simclient.errors import ParameterError, SimulationError
 from simclient.io import open_surface
 from simclient.scenarios._base import Summary, locate
 from simclient.scenarios._base import Tables
@@ -189,6 +197,77 @@ def _ef_paraboloid(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
     law, R1, R2, d, h = LinearLayer(10e6, 0.3), 0.02, 0.05, 5e-5, 0.005
     return _case("ef-paraboloid", press(tables, "ef_paraboloid", law, d, h, half_width=0.0025),
                  math.pi * law.aggregate_modulus * math.sqrt(R1 * R2) * d**2 / h, 0.01, True, "N")
+
+
+#: the elastic-foundation dynamics cases: a sphere (the ef_sphere table, R = 20 mm, 10 g) on a
+#: linear layer (E = 10 MPa, nu = 0.3, h = 5 mm): F = k d^2 for the paraboloid, k in N/m^2
+EF_LAW, EF_R, EF_H, EF_MASS = LinearLayer(10e6, 0.3), 0.02, 0.005, 0.01
+EF_K = math.pi * EF_LAW.aggregate_modulus * EF_R / EF_H
+
+
+def ball_on_layer(tables: Root, position: Sequence[float], velocity: Sequence[float], gravity: float = 0.0,
+                  **contact: Any) -> tuple[MultibodySystem, FoundationLoad, float]:
+    """The ``ef_sphere`` table as a ball (mass EF_MASS, a uniform ball's inertia) at ``position``
+    (m, relative to touching the ``ef_layer`` table's plane z = 0 with its lowest point at the
+    origin) moving at ``velocity`` (m/s), on a layer (EF_LAW, EF_H) under ``gravity`` (m/s^2, along
+    -z): 40 x 40 elements over +-3 mm, the quadratic quadrature, tracking within 10 um of the
+    surface; ``contact`` goes to :class:`FoundationContact` (``dissipation``, ``friction``). The
+    system, its load and the z of the ball's lowest point in its table frame (m)."""
+    layer, sphere = open_surface(locate("ef_layer", tables=tables)), open_surface(locate("ef_sphere", tables=tables))
+    hs = sphere.header
+    lowest = float(sphere.read_block(0, hs.n_rec_u, 0, hs.n_rec_v)[..., 4].min())
+    grid = element_grid(layer, "layer", (-0.003, 0.003), (-0.003, 0.003), (40, 40), EF_H)
+    fc = FoundationContact([grid], sphere, EF_LAW, extent=(hs.n_rec_u, hs.n_rec_v), quadrature="quadratic",
+                           margin=1e-5, **contact)
+    ball = Body("ball", mass=EF_MASS, inertia=np.eye(3) * 0.4 * EF_MASS * EF_R**2,
+                position=np.asarray(position, float) - [0.0, 0.0, lowest], velocity=np.asarray(velocity, float))
+    ground = Body("ground", fixed=True)
+    load = FoundationLoad(fc, ground, ball)
+    return MultibodySystem([ball, ground], [], gravity=(0.0, 0.0, -gravity), loads=[load]), load, lowest
+
+
+def foundation_drop(tables: Root, v0: float, dissipation: float = 0.0
+                    ) -> tuple[SimulationResult, MultibodySystem, FoundationLoad, float, float, float]:
+    """:func:`ball_on_layer` dropped from 10 um above the layer at ``v0`` (m/s) without gravity,
+    until it has left again (DOP853, rtol 1e-8): the result, the system, the load, the z of the
+    ball's lowest point in its frame (m), and the times (s) it touches and leaves the layer (the
+    dense output's roots)."""
+    dmax = (1.5 * EF_MASS * v0**2 / EF_K) ** (1 / 3)
+    system, load, lowest = ball_on_layer(tables, (0, 0, 1e-5), (0, 0, -v0), dissipation=dissipation)
+    res = simulate(system, 2e-5 / v0 + 4 * dmax / v0, method="DOP853", rtol=1e-8, atol=1e-12)
+    if res.status != 0:
+        raise SimulationError(f"elastic-foundation drop: {res.message}")
+
+    def height(t: float) -> float:  # of the ball's lowest point above the layer, m
+        return float(res.sol(t)[2]) + lowest
+    deepest = float(res.t[np.argmin(res.y[2])])
+    return res, system, load, lowest, brentq(height, 0.0, deepest), brentq(height, deepest, float(res.t[-1]))
+
+
+def _ef_sphere_drop(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
+    v0 = 0.03
+    res, _, _, lowest, _, _ = foundation_drop(tables, v0)
+    return _case("ef-sphere-drop", -(float(res.y[2].min()) + lowest), (1.5 * EF_MASS * v0**2 / EF_K) ** (1 / 3),
+                 0.01, True, "m")
+
+
+def hunt_crossley_restitution(a: float, n: float) -> float:
+    """Restitution of ``F = k d^n (1 + a d')`` (a in s/m times the impact speed: it depends on
+    ``a v0`` and ``n`` alone): the one-degree-of-freedom equation in units where k = m = v0 = 1,
+    integrated until the depth returns to zero."""
+    def leaves(t: float, y: np.ndarray) -> float:
+        return float(y[0])
+    leaves.terminal, leaves.direction = True, -1  # type: ignore[attr-defined]
+    ode = solve_ivp(lambda t, y: [y[1], -max(y[0], 0.0) ** n * (1 + a * y[1])], (0, 50), [1e-12, 1.0],
+                    events=leaves, rtol=1e-12, atol=1e-14)
+    return float(-ode.y_events[0][0][1])
+
+
+def _ef_sphere_dissipation(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
+    v0, c = 0.03, 0.05 / 0.03
+    res = foundation_drop(tables, v0, dissipation=c)[0]
+    return _case("ef-sphere-dissipation", float(res.y[9, -1]) / v0, hunt_crossley_restitution(1.5 * c * v0, 2.0),
+                 1e-3, True, "-")
 
 
 def planar_drop(tables: Root | None, gap: float = 0.005, mass: float = 1.0) -> tuple[float, float]:
@@ -381,7 +460,6 @@ def viscoelastic_history(law: ViscoelasticLaw, t: np.ndarray, rate: float, t_tur
     """The law's force (N) along a load-unload indentation ``delta = rate t`` up to ``t_turn`` (s),
     then ``rate (2 t_turn - t)``: by integrating its state equation (the dynamics' way) and by
     quadrature of the hereditary integral ``K int_0^t Psi(t - tau) d(delta^n)/dtau dtau``."""
-    from scipy.integrate import quad, solve_ivp
 
     def delta(tt: float) -> tuple[float, float]:
         return (rate * tt, rate) if tt <= t_turn else (rate * (2 * t_turn - tt), -rate)
@@ -436,6 +514,8 @@ CASES: dict[str, Case] = {
     "ef-sphere-linear": Case(_ef_sphere_linear, ("ef_layer", "ef_sphere")),
     "ef-sphere-log": Case(_ef_sphere_log, ("ef_layer", "ef_sphere")),
     "ef-paraboloid": Case(_ef_paraboloid, ("ef_layer", "ef_paraboloid")),
+    "ef-sphere-drop": Case(_ef_sphere_drop, ("ef_layer", "ef_sphere")),
+    "ef-sphere-dissipation": Case(_ef_sphere_dissipation, ("ef_layer", "ef_sphere")),
     "planar-hertz-tables": Case(_planar("tables"), ("knee2d_circle_femur", "knee2d_circle_tibia")),
     "planar-hertz-circles": Case(_planar("circles")),
     "double-layer-below": Case(_double_below, OA90_TABLES), "double-layer-above": Case(_double_above, OA90_TABLES),
