@@ -266,6 +266,27 @@ def test_every_validate_case_passes_reading_only_the_tables_it_names(sample_tabl
     assert "PASS  blankevoort-winkler" in capsys.readouterr().out and not empty.exists()
 
 
+def test_the_implicit_methods_jacobian_is_accurate_and_keeps_its_steps():
+    """ForwardJacobian (what simulate gives Radau and BDF) against the exact Jacobian, estimate after
+    estimate, its perturbations staying sqrt(eps) max(|y|, atol/rtol) where a component depends on
+    nothing (scipy's own estimate grows those tenfold at each call, without bound)."""
+    from simclient.dynamics import ForwardJacobian
+
+    y0 = np.array([0.3, -1.2, 0.02, 0.0])
+    seen = []
+
+    def f(t, y):
+        seen.append(np.abs(y - y0).max())
+        return np.array([y[0] ** 2 * y[1], math.sin(y[1]), 1.0, y[0] * t])
+
+    exact = np.array([[2 * y0[0] * y0[1], y0[0] ** 2, 0, 0], [0, math.cos(y0[1]), 0, 0], [0, 0, 0, 0], [2.0, 0, 0, 0]])
+    jac = ForwardJacobian(f, rtol=1e-10, atol=1e-12)
+    for _ in range(50):
+        np.testing.assert_allclose(jac(2.0, y0), exact, rtol=1e-7, atol=1e-7)
+    assert max(seen) <= math.sqrt(np.finfo(float).eps) * 1.2 * (1 + 1e-8)  # (the largest |y|: 1.2)
+    assert jac.evaluations == 50 * 5 == len(seen)
+
+
 def test_spherical_joint_pendulum_period_and_energy():
     from scipy.signal import find_peaks
 

@@ -12,6 +12,7 @@
   (:class:`PlanarContact` on :class:`ProfileSurface`), :func:`spring_damper`.
 - Integration: :func:`simulate` (contact events, any :class:`System`), :func:`integrate` (any ODE),
   :data:`METHODS`; :class:`CompiledDOP853` (``DOP853-jit``: DOP853 with compiled stages);
+  :class:`ForwardJacobian` (the Jacobian ``simulate`` gives the implicit methods);
   :func:`ligament_forces` (ligament forces along a result's history, compiled).
 - Quasi-static equilibrium: :class:`StaticProblem` (one body's free coordinates under contacts,
   loads and gravity; prescribed coordinates; Newton with a line search; continuation along a path);
@@ -22,7 +23,16 @@
 from simclient.dynamics._bodies import Body, Poses, Surface
 from simclient.dynamics._compiled import CompiledDOP853, compile_system, gap_probe, ligament_forces
 from simclient.dynamics._constraints import Constraint, Prescribed, RevoluteJoint, SphericalJoint
-from simclient.dynamics._integrate import METHODS, RK4, SimulationResult, System, integrate, simulate, solver_class
+from simclient.dynamics._integrate import (
+    METHODS,
+    RK4,
+    ForwardJacobian,
+    SimulationResult,
+    System,
+    integrate,
+    simulate,
+    solver_class,
+)
 from simclient.dynamics._loads import (
     BlankevoortLaw,
     FoundationLoad,
@@ -53,4 +63,4 @@ __all__ = ["Body", "Surface", "Poses", "ContactModel", "MultibodySystem", "Const
            "compile_system", "gap_probe", "ligament_forces", "solver_class", "integrate", "simulate",
            "SimulationResult", "System", "PlanarBody", "ProfileSurface", "PlanarContact", "PlanarSystem",
            "Revolute2D", "PrescribedMotion", "PlanarConstraint", "StaticProblem", "StaticResult", "COORDINATES",
-           "newton", "settle", "NewtonResult", "FoundationLoad"]
+           "newton", "settle", "NewtonResult", "FoundationLoad", "ForwardJacobian"]
