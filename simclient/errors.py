@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import numbers
 
-__all__ = ["nonnegative", "SimClientError", "SourceError", "SourceNotFound", "SourceRequestError", "SourceUnavailable",
+__all__ = ["SimClientError", "SourceError", "SourceNotFound", "SourceRequestError", "SourceUnavailable",
            "SourceCorrupt", "TableChanged", "WindowError", "ContactError", "SimulationError", "ParameterError", "ServiceError"]
 
 
