@@ -10,7 +10,7 @@ import pytest
 from scipy.integrate import quad
 
 from simclient.contact import DAMPING, Contact, ContactStatus, DoubleLayer, HertzianLaw, make_law
-from simclient.dynamics import BlankevoortLaw, Body, MultibodySystem, PointLoad, QuadraticLaw, pulse
+from simclient.dynamics import BlankevoortLaw, Body, LinearSpring, MultibodySystem, PointLoad, QuadraticLaw, pulse
 from simclient.errors import ParameterError
 from simclient.geometry import euler_from_axis_angle, layout, rotation_matrix
 
@@ -106,6 +106,17 @@ def test_blankevoort_ligament_law():
     assert law.force(law.l0 * (1 + eps)) == pytest.approx(k * (eps - eps_l))
     q = QuadraticLaw(2e6, 0.04)
     assert q.force(0.039) == 0.0 and q.force(0.041) == pytest.approx(2e6 * 1e-6)
+
+
+@pytest.mark.parametrize("law", [QuadraticLaw(2e6, 0.04), BlankevoortLaw(5000.0, 0.03, 0.03), LinearSpring(3e4, 0.05)],
+                         ids=["quadratic", "blankevoort", "linear"])
+def test_ligament_laws_store_the_integral_of_their_force(law):
+    """energy(l) against the quadrature of force from the slack length (across the toe region and
+    its joint with the line for Blankevoort's law; in compression too for the linear spring)."""
+    for stretch in (0.9, 1.0, 1.01, 1.05, 1.06, 1.2):
+        length = law.l0 * stretch
+        expected = quad(law.force, law.l0, length, points=[law.l0 * 1.06], epsabs=1e-14, epsrel=1e-12)[0]
+        assert law.energy(length) == pytest.approx(expected, rel=1e-9, abs=1e-15)
 
 
 def test_pulse_load():

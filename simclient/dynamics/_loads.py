@@ -33,7 +33,7 @@ from simclient.errors import ParameterError
 from simclient.geometry import jit, surface_pose
 
 __all__ = ["Load", "LigamentLaw", "QuadraticLaw", "BlankevoortLaw", "LinearSpring", "Ligament", "spring_damper",
-           "pulse", "PointLoad", "spring_force", "FoundationLoad"]
+           "pulse", "PointLoad", "spring_force", "spring_energy", "FoundationLoad"]
 
 # the compiled spring laws (:func:`spring_force`): a kind and three parameters
 _QUADRATIC, _BLANKEVOORT, _LINEAR = 1, 2, 3
@@ -62,16 +62,38 @@ def spring_force(kind: int, p: np.ndarray, length: float) -> float:
 LoadItem = tuple[Body, np.ndarray, np.ndarray] | tuple[Body, np.ndarray, np.ndarray, np.ndarray]
 
 
+def spring_energy(kind: int, p: np.ndarray, length: float) -> float:
+    """Energy (J) stored by a compiled ligament law (:func:`spring_force`'s ``kind`` and ``p``) at
+    ``length`` (m): the integral of its force from the slack length, in closed form."""
+    k, l0 = p[0], p[1]
+    if kind == _QUADRATIC:
+        return k * (length - l0) ** 3 / 3 if length > l0 else 0.0
+    if kind == _BLANKEVOORT:  # the toe region's k eps^3 / (12 eps_l), then the line's
+        eps, eps_l = (length - l0) / l0, p[2]
+        if eps <= 0.0:
+            return 0.0
+        if eps <= 2 * eps_l:
+            return k * l0 * eps**3 / (12 * eps_l)
+        return k * l0 * (2 * eps_l**2 / 3 + ((eps - eps_l) ** 2 - eps_l**2) / 2)
+    if kind == _LINEAR:
+        return k * (length - l0) ** 2 / 2
+    return math.nan
+
+
 class Load(Protocol):
     """A load: ``load(t, system) -> [(body, P, f)]``, forces ``f`` (N) at points ``P`` (m), global;
     an item may carry a fourth entry, a moment (N m, global) on the body besides the force's
-    (:class:`FoundationLoad`'s torques; spatial systems only)."""
+    (:class:`FoundationLoad`'s torques; spatial systems only). A load that stores energy says how
+    much by a method ``elastic_energy(system) -> J``, which the systems' ``energy`` counts
+    (:class:`Ligament`, :class:`FoundationLoad`); other loads do work from outside."""
 
     def __call__(self, t: float, system: Poses) -> Sequence[LoadItem]: ...
 
 
 class LigamentLaw(Protocol):
-    """A ligament's force ``force(length) -> N`` (0 when slack) with slack length ``l0`` (m)."""
+    """A ligament's force ``force(length) -> N`` (0 when slack) with slack length ``l0`` (m). A law
+    may also give its stored energy ``energy(length) -> J`` (the integral of its force from the
+    slack length; the shipped laws do), which :meth:`Ligament.elastic_energy` reads."""
 
     @property
     def l0(self) -> float: ...
@@ -93,6 +115,10 @@ class QuadraticLaw:
 
     def force(self, length: float) -> float:
         return spring_force(_QUADRATIC, self.packed[1], length)
+
+    def energy(self, length: float) -> float:
+        """Stored energy (J) at ``length`` (m)."""
+        return spring_energy(_QUADRATIC, self.packed[1], length)
 
 
 @dataclass(frozen=True)
@@ -116,6 +142,10 @@ class BlankevoortLaw:
     def force(self, length: float) -> float:
         return spring_force(_BLANKEVOORT, self.packed[1], length)
 
+    def energy(self, length: float) -> float:
+        """Stored energy (J) at ``length`` (m)."""
+        return spring_energy(_BLANKEVOORT, self.packed[1], length)
+
 
 @dataclass(frozen=True)
 class LinearSpring:
@@ -131,6 +161,10 @@ class LinearSpring:
 
     def force(self, length: float) -> float:
         return spring_force(_LINEAR, self.packed[1], length)
+
+    def energy(self, length: float) -> float:
+        """Stored energy (J) at ``length`` (m)."""
+        return spring_energy(_LINEAR, self.packed[1], length)
 
 
 @dataclass
@@ -169,6 +203,15 @@ class Ligament:
         elif f > 0.0 and self.damping:
             f = max(0.0, f + self.damping * lengthening)
         return Pa, Pb, length, lengthening, f
+
+    def elastic_energy(self, system: Poses) -> float:
+        """Energy (J) the law stores at the system's state (0 for a tension-only element pushed
+        shorter than its slack length; NaN if the law does not give its energy)."""
+        length = self.state(system, rate=False)[2]
+        energy = getattr(self.law, "energy", None)
+        if energy is None:
+            return math.nan
+        return 0.0 if self.tension_only and self.law.force(length) < 0.0 else float(energy(length))
 
     def __call__(self, t: float, system: Poses) -> list[tuple[Body, np.ndarray, np.ndarray]]:
         Pa, Pb, length, _, f = self.state(system, rate=False)
@@ -263,3 +306,14 @@ class FoundationLoad:
 def _placement(offset: np.ndarray | None, rotation: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     return (np.zeros(3) if offset is None else np.asarray(offset, float),
             np.eye(3) if rotation is None else np.asarray(rotation, float))
+
+
+def loads_energy(loads: Sequence[Load], system: Poses) -> float:
+    """The energy (J) the ``loads`` store at the system's state: the sum of their
+    ``elastic_energy(system)``, for those that have one (see :class:`Load`)."""
+    total = 0.0
+    for load in loads:
+        stored = getattr(load, "elastic_energy", None)
+        if stored is not None:
+            total += stored(system)
+    return total

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from simclient.contact import Contact, ContactForce, ContactPair, ForceLaw, planar_pose
-from simclient.dynamics._loads import Load
+from simclient.dynamics._loads import Load, loads_energy
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.geometry import StorageWindow, rot2
 
@@ -387,8 +387,9 @@ class PlanarSystem:
                 c.pair.place(*self.surface_pose(c.i), *self.surface_pose(c.j))
 
     def energy(self, y: np.ndarray) -> float:
-        """Kinetic + gravitational energy (J) plus the contacts' elastic energy, the windows moved
-        to ``y``'s contact points first (any state can be asked, in any order)."""
+        """Kinetic + gravitational energy (J) plus the contacts' elastic energy and the energy the
+        loads store (ligaments, springs), the windows moved to ``y``'s contact points first (any
+        state can be asked, in any order)."""
         self.place_windows(y)
         n3 = 3 * self.n
         q, v = y[:n3], y[n3:]
@@ -397,7 +398,7 @@ class PlanarSystem:
             e -= b.mass * float(self.gravity @ q[3 * k:3 * k + 2])
         for c in self.contacts:
             e += c.law.elastic_energy(-self.gap(c))
-        return e
+        return e + loads_energy(self.loads, self)  # type: ignore[arg-type]  # planar poses, same interface
 
     def bodies_by_name(self) -> dict[str, Any]:
         return {b.name: b for b in self.bodies}

@@ -30,7 +30,7 @@ import numpy as np
 from simclient.contact import Contact, ContactForce, ContactPair, ForceLaw, Friction
 from simclient.dynamics._bodies import Body, Surface
 from simclient.dynamics._constraints import Constraint
-from simclient.dynamics._loads import Load
+from simclient.dynamics._loads import Load, loads_energy
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.geometry import euler_from_axis_angle, jit, point_velocity, rotation_into, rotation_matrix, surface_pose
 
@@ -371,7 +371,8 @@ class MultibodySystem:
 
     def energy(self, y: np.ndarray, gap: Callable[[ContactModel, np.ndarray], float] | None = None) -> float:
         """Kinetic + gravitational + elastic contact energy (J) at state ``y`` (contacts that
-        indent contribute their law's elastic energy); ``gap(contact, y)`` is the probe (m) to use
+        indent contribute their law's elastic energy), and the energy the loads store
+        (:func:`simclient.dynamics._loads.loads_energy`); ``gap(contact, y)`` is the probe (m) to use
         (default :meth:`gap`; e.g. a compiled system's, :func:`simclient.dynamics.compile_system`).
         The windows are moved to ``y``'s contact points first (:meth:`place_windows`): any state
         can be asked, in any order."""
@@ -383,7 +384,7 @@ class MultibodySystem:
             e += 0.5 * b.mass * v @ v + 0.5 * w @ b.inertia @ w - b.mass * self.gravity @ y[k:k + 3]
         for c in self.contacts:
             e += c.law.elastic_energy(-(self.gap(c) if gap is None else gap(c, y)))
-        return e
+        return e + loads_energy(self.loads, self)
 
 
 @jit
