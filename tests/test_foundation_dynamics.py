@@ -135,6 +135,10 @@ def test_bad_foundation_loads_are_refused(sample_tables):
             FoundationContact([grid], layer, LAW, dissipation=bad)
     with pytest.raises(ParameterError, match="friction must be a Friction"):
         FoundationContact([grid], layer, LAW, friction=0.3)
-    body = Body("b", mass=1.0, inertia=np.eye(3))
+    body, contact = Body("b", mass=1.0, inertia=np.eye(3)), FoundationContact([grid], layer, LAW)
     with pytest.raises(ParameterError, match="one body"):
-        FoundationLoad(FoundationContact([grid], layer, LAW), body, body)
+        FoundationLoad(contact, body, body)
+    with pytest.raises(ParameterError, match="must be a FoundationContact"):
+        FoundationLoad(grid, Body("ground", fixed=True), body)
+    with pytest.raises(ParameterError, match="must be Body objects"):
+        FoundationLoad(contact, Body("ground", fixed=True), "ball")

@@ -269,6 +269,11 @@ class FoundationLoad:
     def __init__(self, contact: FoundationContact, fixed: Body, moving: Body, *,
                  fixed_offset: np.ndarray | None = None, fixed_rotation: np.ndarray | None = None,
                  moving_offset: np.ndarray | None = None, moving_rotation: np.ndarray | None = None) -> None:
+        if not isinstance(contact, FoundationContact):
+            raise ParameterError(f"elastic foundation: the contact must be a FoundationContact, got {contact!r}")
+        if not (isinstance(fixed, Body) and isinstance(moving, Body)):
+            raise ParameterError(f"elastic foundation: the layer's and the moving table's bodies must be Body objects "
+                                 f"(a spatial system's), got {fixed!r} and {moving!r}")
         if fixed is moving:
             raise ParameterError(f"elastic foundation: the layer and the moving table are on one body ({fixed.name})")
         self.contact, self.fixed, self.moving = contact, fixed, moving
