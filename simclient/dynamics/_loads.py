@@ -297,8 +297,8 @@ class FoundationLoad:
         W = system.pose(self.moving)[3] - system.pose(self.fixed)[3]
         V = system.velocity_at(self.moving, cf) - system.velocity_at(self.fixed, cf)
         self.last = self.contact.evaluate(Rf, cf, Rm, cm, velocity=(Rf.T @ V, Rf.T @ W))
-        F = Rf @ sum(r.force for r in self.last.values())
-        T = Rf @ sum(r.torque for r in self.last.values())  # about the fixed frame's origin cf
+        F = Rf @ sum((r.force for r in self.last.values()), np.zeros(3))
+        T = Rf @ sum((r.torque for r in self.last.values()), np.zeros(3))  # about the fixed frame's origin cf
         if not (F.any() or T.any()):
             return []
         return [(self.moving, cf, F, T), (self.fixed, cf, -F, -T)]

@@ -252,9 +252,9 @@ def _ef_sphere_drop(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
 
 
 def hunt_crossley_restitution(a: float, n: float) -> float:
-    """Restitution of ``F = k d^n (1 + a d')`` (a in s/m times the impact speed: it depends on
-    ``a v0`` and ``n`` alone): the one-degree-of-freedom equation in units where k = m = v0 = 1,
-    integrated until the depth returns to zero."""
+    """Restitution of a body striking at ``v0`` under ``F = k d^n (1 + alpha d')``, which depends on
+    ``a = alpha v0`` (dimensionless) and ``n`` alone: the one-degree-of-freedom equation in units
+    where k = m = v0 = 1, integrated until the depth returns to zero."""
     def leaves(t: float, y: np.ndarray) -> float:
         return float(y[0])
     leaves.terminal, leaves.direction = True, -1  # type: ignore[attr-defined]
