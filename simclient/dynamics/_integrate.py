@@ -451,7 +451,7 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
     if kernel is not None:
         options["kernel"] = kernel
     rhs = system.rhs if kernel is None else kernel.rhs
-    jacobian = ForwardJacobian(rhs, rtol, atol) if solver in (Radau, BDF) else None
+    jacobian = ForwardJacobian(rhs, rtol, atol) if issubclass(solver, (Radau, BDF)) else None
     if jacobian is not None:
         options["jac"] = jacobian
     probe = gap_probe(system, kernel)
