@@ -210,6 +210,7 @@ def _resultants(p: np.ndarray, area: np.ndarray, at: np.ndarray, normal: np.ndar
 
 _STILL = (np.zeros(3), np.zeros(3))
 _NO_FRICTION = np.zeros(0)
+_GAUSS_LEGENDRE = np.polynomial.legendre.leggauss(8)  # nodes on [-1, 1] and weights of layer_energy
 
 
 def layer_result(contact: ElementContact, layer: LayerLaw, velocity: tuple[np.ndarray, np.ndarray] = _STILL,
@@ -245,7 +246,7 @@ def layer_energy(layer: LayerLaw, d: np.ndarray, h: np.ndarray) -> np.ndarray:
     layers of thickness ``h`` (m): the integral of its pressure from 0 to ``d`` by 8-point
     Gauss-Legendre (exact for the linear law; 0 where ``d <= 0``)."""
     d = np.maximum(np.asarray(d, float), 0.0)
-    x, w = np.polynomial.legendre.leggauss(8)
+    x, w = _GAUSS_LEGENDRE
     s = 0.5 * d[..., None] * (x + 1)
     p = layer.pressure(s.ravel(), np.broadcast_to(np.asarray(h, float)[..., None], s.shape).ravel()).reshape(s.shape)
     return 0.5 * d * (p @ w)
