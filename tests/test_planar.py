@@ -16,6 +16,7 @@ from simclient.contact import CirclePair, ProfilePair, make_law, planar_pose
 from simclient.dynamics import PlanarBody, PlanarContact, PlanarSystem, ProfileSurface, Revolute2D, simulate
 from preprocess.errors import DefinitionError
 from simclient.geometry import StorageWindow
+from simclient.errors import ParameterError
 from simclient.io import open_surface
 
 G = 9.81
@@ -64,6 +65,31 @@ def test_a_body_on_springs_keeps_its_energy():
         system.set_state(y)
         stored.append(sum(spring.elastic_energy(system) for spring in springs))
     assert np.ptp(np.array(energies) - stored) > 0.1 * np.ptp(stored) > 0
+
+
+def test_a_sliding_disc_rolls_at_two_thirds_of_its_speed():
+    """A disc (J = m R^2 / 2) set sliding at v0 on a plane with friction mu (Hertz normal force at its
+    static indentation): it decelerates at mu g while it spins up, and from t = v0 / (3 mu g) rolls
+    at 2/3 v0 (the rigid disc's closed form, whatever mu), without slip."""
+    from simclient.contact import Friction
+
+    m, R, mu, v0, K = 0.5, 0.02, 0.3, 0.3, 1e9
+    ground = PlanarBody("ground", fixed=True)
+    disc = PlanarBody("disc", mass=m, inertia=0.5 * m * R * R, position=np.array([0.0, R - (m * G / K) ** (2 / 3)]),
+                      velocity=np.array([v0, 0.0]))
+    contact = PlanarContact("slide", ProfileSurface(disc), ProfileSurface(ground), make_law("hertz", K),
+                            CirclePair(R, None, "plane"), friction=Friction(mu, mu))
+    res = simulate(PlanarSystem([ground, disc], [contact], gravity=(0.0, -G)), 0.07, rtol=1e-9, atol=1e-13)
+    assert res.success, res.message
+    rolls = v0 / (3 * mu * G)
+    for t in (0.25 * rolls, 0.5 * rolls, 0.75 * rolls):
+        assert res.sol(t)[3] == pytest.approx(v0 - mu * G * t, rel=1e-6)
+    x, y, phi, vx, vy, omega = res.y[:, -1]
+    assert vx == pytest.approx(2 / 3 * v0, rel=1e-4)
+    assert -omega * R == pytest.approx(vx, rel=2e-4)
+    with pytest.raises(ParameterError, match="friction must be a Friction"):
+        PlanarContact("slide", ProfileSurface(disc), ProfileSurface(ground), make_law("hertz", K),
+                      CirclePair(R, None, "plane"), friction=0.3)
 
 
 @pytest.mark.parametrize("depth", [1e-3, 1e-6])

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from simclient.contact import Contact, ContactForce, ContactPair, ForceLaw, planar_pose
+from simclient.contact import Contact, ContactForce, ContactPair, ForceLaw, Friction, planar_pose
 from simclient.dynamics._loads import Load, loads_energy
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.geometry import StorageWindow, rot2
@@ -86,7 +86,9 @@ class _PairLike(Protocol):
 @dataclass
 class PlanarContact:
     """A planar contact between surfaces ``i`` and ``j`` with a force ``law``, detected by ``pair``
-    (a :class:`simclient.contact.ProfilePair` or :class:`simclient.contact.CirclePair`)."""
+    (a :class:`simclient.contact.ProfilePair` or :class:`simclient.contact.CirclePair`); with
+    ``friction`` (:class:`simclient.contact.Friction`; None: frictionless) a tangential force
+    opposes the slip of its bodies at the contact, as at a spatial point contact."""
 
     name: str
     i: ProfileSurface
@@ -95,6 +97,11 @@ class PlanarContact:
     pair: _PairLike
     active: bool = False
     impact_velocity: float = 0.0
+    friction: Friction | None = None
+
+    def __post_init__(self) -> None:
+        if self.friction is not None and not isinstance(self.friction, Friction):
+            raise ParameterError(f"contact {self.name}: friction must be a Friction, got {self.friction!r}")
 
 
 class PlanarConstraint(Protocol):
@@ -278,8 +285,14 @@ class PlanarSystem:
         return np.array([v[0], v[1], 0.0])
 
     def contact_force(self, c: PlanarContact) -> tuple[Contact, ContactForce]:
+        """Detect and apply the law (and the friction, at the middle of the indentation)."""
         k = self.detect(c)
-        return k, c.law.contact_force(k, self.relative_velocity(c, k), c.impact_velocity)
+        cf = c.law.contact_force(k, self.relative_velocity(c, k), c.impact_velocity)
+        if c.friction is None:
+            return k, cf
+        middle = 0.5 * (k.point_i + k.point_j)
+        slip = self.velocity_at(c.i.body, middle) - self.velocity_at(c.j.body, middle)
+        return k, c.friction.apply(cf, k, np.array([slip[0], slip[1], 0.0]))
 
     # -- equations of motion ---------------------------------------------------------------------
     def _add(self, Q: np.ndarray, body: Any, P: np.ndarray, f: np.ndarray) -> None:
