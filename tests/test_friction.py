@@ -179,7 +179,7 @@ def test_the_bouncing_ball_with_friction_rolls_at_five_sevenths(sample_tables):
     assert s["energy_drift"] < 1e-7
     window = s.artifacts["contact"].i.window
     assert max(b.rj1 for _, b in window.moves) > window.header.n_rec_v  # (past the seam)
-    with pytest.raises(ParameterError, match="friction must be finite and >= 0"):
+    with pytest.raises(ParameterError, match="friction must be a finite number >= 0"):
         BallParams(friction=-0.1)
 
 

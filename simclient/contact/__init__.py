@@ -19,7 +19,7 @@
 """
 
 from simclient.contact._elements import QUADRATURES, ElementContact, ElementDetector, ElementGrid, element_grid
-from simclient.contact._friction import FRICTION_PARAMS_SIZE, Friction, friction_coefficient
+from simclient.contact._friction import FRICTION_PARAMS_SIZE, Friction, checked_friction, friction_coefficient
 from simclient.contact._foundation import (
     CompartmentResult,
     FoundationContact,
@@ -69,4 +69,4 @@ __all__ = ["QUADRATURES", "ContactPair", "Contact", "Contacts", "ContactStatus",
            "solve_profile_contact",
            "Layer", "winkler_modulus", "incompressible_modulus", "shape_ratio", "force_factor", "EllipticContact",
            "incompressible_contact", "compressible_law", "incompressible_law", "Friction", "friction_coefficient",
-           "FRICTION_PARAMS_SIZE"]
+           "checked_friction", "FRICTION_PARAMS_SIZE"]

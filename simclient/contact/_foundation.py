@@ -24,8 +24,8 @@ from scipy.integrate import quad
 from scipy.optimize import brentq
 
 from simclient.contact._elements import SUB_OFFSETS, ElementContact, ElementDetector, ElementGrid
-from simclient.contact._friction import Friction, friction_coefficient
-from simclient.errors import ContactError, ParameterError, nonnegative
+from simclient.contact._friction import Friction, checked_friction, friction_coefficient
+from simclient.errors import ContactError, nonnegative
 from simclient.geometry import jit
 from simclient.io import Source
 
@@ -268,11 +268,9 @@ class FoundationContact:
 
     def __init__(self, grids: list[ElementGrid], moving: Source | Mapping[str, Source], layer: LayerLaw,
                  dissipation: float = 0.0, friction: Friction | None = None, **options: Any) -> None:
-        if friction is not None and not isinstance(friction, Friction):
-            raise ParameterError(f"elastic foundation: friction must be a Friction, got {friction!r}")
         self.layer: LayerLaw = layer
         self.dissipation = nonnegative(dissipation, "elastic foundation: dissipation (s/m)")
-        self.friction: Friction | None = friction
+        self.friction = checked_friction(friction, "elastic foundation")
         self.detector = ElementDetector(grids, moving, **options)
         # the last detection and its result per compartment: a copied detection keeps its result
         self._last: dict[str, tuple[ElementContact, CompartmentResult]] = {}

@@ -33,7 +33,7 @@ from simclient.contact._point import Contact
 from simclient.errors import ParameterError, nonnegative
 from simclient.geometry import jit
 
-__all__ = ["Friction", "friction_coefficient", "FRICTION_PARAMS_SIZE"]
+__all__ = ["Friction", "friction_coefficient", "checked_friction", "FRICTION_PARAMS_SIZE"]
 
 #: parameters of the compiled form (:attr:`Friction.packed`): mu_s, mu_d, mu_v (s/m), v_t (m/s)
 FRICTION_PARAMS_SIZE = 4
@@ -103,3 +103,11 @@ class Friction:
             total = total - (self.coefficient(speed) * fn / speed) * slip
         middle = 0.5 * (contact.point_i + contact.point_j)
         return ContactForce(total, middle, middle, force.moment, force.elastic_energy, float(total @ velocity))
+
+
+def checked_friction(friction: object, owner: str) -> Friction | None:
+    """``friction`` if it is a :class:`Friction` or None (frictionless); otherwise a
+    :class:`ParameterError` naming ``owner`` (the contact) and the value."""
+    if friction is not None and not isinstance(friction, Friction):
+        raise ParameterError(f"{owner}: friction must be a Friction, got {friction!r}")
+    return friction

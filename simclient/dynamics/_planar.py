@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from simclient.contact import Contact, ContactForce, ContactPair, ForceLaw, Friction, planar_pose
+from simclient.contact import Contact, ContactForce, ContactPair, ForceLaw, Friction, checked_friction, planar_pose
 from simclient.dynamics._loads import Load, loads_energy
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.geometry import StorageWindow, rot2
@@ -100,8 +100,7 @@ class PlanarContact:
     friction: Friction | None = None
 
     def __post_init__(self) -> None:
-        if self.friction is not None and not isinstance(self.friction, Friction):
-            raise ParameterError(f"contact {self.name}: friction must be a Friction, got {self.friction!r}")
+        checked_friction(self.friction, f"contact {self.name}")
 
 
 class PlanarConstraint(Protocol):

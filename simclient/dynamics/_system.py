@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simclient.contact import Contact, ContactForce, ContactPair, ForceLaw, Friction
+from simclient.contact import Contact, ContactForce, ContactPair, ForceLaw, Friction, checked_friction
 from simclient.dynamics._bodies import Body, Surface
 from simclient.dynamics._constraints import Constraint
 from simclient.dynamics._loads import Load, loads_energy
@@ -56,8 +56,7 @@ class ContactModel:
     friction: Friction | None = None
 
     def __post_init__(self) -> None:
-        if self.friction is not None and not isinstance(self.friction, Friction):
-            raise ParameterError(f"contact {self.name}: friction must be a Friction, got {self.friction!r}")
+        checked_friction(self.friction, f"contact {self.name}")
         if self.pair is None:
             self.pair = ContactPair(self.i.window, self.j.window, name=self.name)
 

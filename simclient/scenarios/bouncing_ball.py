@@ -41,7 +41,7 @@ from simclient.dynamics import (
     gap_probe,
     simulate,
 )
-from simclient.errors import ParameterError
+from simclient.errors import ParameterError, nonnegative
 from simclient.geometry import INTERPOLATIONS, StorageWindow
 from simclient.io import MemorySource, Source, open_surface
 from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_positive, extent_param, param
@@ -84,8 +84,7 @@ class BallParams:
     def __post_init__(self) -> None:
         # (a drop: from a gap; the closed forms divide by the impact speed sqrt(2 g gap))
         check_positive(self, "bouncing-ball", "mass", "radius", "gap", "t_end", "K", "rtol", "atol", "h")
-        if not (math.isfinite(self.friction) and self.friction >= 0):
-            raise ParameterError(f"bouncing-ball: friction must be finite and >= 0, got {self.friction}")
+        nonnegative(self.friction, "bouncing-ball: friction")
 
     def force_law(self) -> ForceLaw:
         if self.law == "double-layer":
