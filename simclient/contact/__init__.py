@@ -5,6 +5,9 @@
   sequence of poses in one call: :class:`Contacts`, :meth:`ContactPair.detect_many`); in the
   plane, :class:`ProfilePair` does the same for two profile tables and :class:`CirclePair` gives the
   closed-form circle and line cases.
+- Atlases: :class:`AtlasPair` is a :class:`ContactPair` whose surface i is given by several tables
+  (charts, e.g. a sphere with its poles on two axes), the contact point always on one where it lies
+  well inside (:func:`chart_margin`; :class:`ChartIndex` finds it there): a ball rolls any way.
 - Force laws: a :class:`ForceLaw` takes a contact and the relative velocity and returns a
   :class:`ContactForce`; :func:`make_law` looks one up by name in :data:`LAWS`. :class:`Friction`
   adds regularized Coulomb friction to a point contact's force (Simbody's Stribeck model).
@@ -18,6 +21,7 @@
   :class:`simclient.dynamics.MultibodySystem` integrates with the bodies).
 """
 
+from simclient.contact._atlas import AtlasPair, ChartIndex, chart_margin
 from simclient.contact._elements import QUADRATURES, ElementContact, ElementDetector, ElementGrid, element_grid
 from simclient.contact._friction import FRICTION_PARAMS_SIZE, Friction, checked_friction, friction_coefficient
 from simclient.contact._foundation import (
@@ -61,7 +65,8 @@ from simclient.contact._thin_layer import (
     winkler_modulus,
 )
 
-__all__ = ["QUADRATURES", "ContactPair", "Contact", "Contacts", "ContactStatus", "ContactForce", "ForceLaw", "HertzianLaw",
+__all__ = ["QUADRATURES", "ContactPair", "AtlasPair", "ChartIndex", "chart_margin",
+           "Contact", "Contacts", "ContactStatus", "ContactForce", "ForceLaw", "HertzianLaw",
            "ViscoelasticLaw", "DoubleLayer", "PenaltyStep", "step", "law_force", "make_law", "LAWS", "DAMPING",
            "hertz_stiffness", "Material", "MATERIALS", "ElementGrid", "element_grid", "ElementContact",
            "ElementDetector", "FoundationContact", "CompartmentResult", "LayerLaw", "LinearLayer", "NonlinearLayer",

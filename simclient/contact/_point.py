@@ -142,13 +142,11 @@ class ContactPair:
 
     def __init__(self, window_i: StorageWindow, window_j: StorageWindow, *, max_iter: int = 30,
                  tol: float = 1e-9, max_step: float = 4.0, coarse_points: int = 64, name: str | None = None) -> None:
-        # what messages call the contact: its tables, after its model's name where it has one (two
-        # contacts may join the same tables)
-        self.label = f"{window_i.name} / {window_j.name}" if name is None else f"{name} ({window_i.name} / {window_j.name})"
+        self.name, self.wi, self.wj = name, window_i, window_j
+        self.label = self._label()
         if window_i.mode != window_j.mode:
             raise ParameterError(f"contact {self.label}: both windows must use the same "
                                  f"interpolation, not {window_i.interpolation} and {window_j.interpolation}")
-        self.wi, self.wj = window_i, window_j
         self.max_iter, self.tol, self.max_step = max_iter, tol, max_step
         self.coarse_points = coarse_points
         # the pair's state in two arrays, so that a warm-started evaluation is one cheap compiled call:
@@ -172,6 +170,12 @@ class ContactPair:
         # the last converged parameters of follow() or place() and the surfaces' poses there
         self._placed: tuple[np.ndarray, tuple[np.ndarray, ...]] | None = None
         self._start: tuple[np.ndarray | None, RecordBlock | None, RecordBlock | None] | None = None  # (start())
+
+    def _label(self) -> str:
+        """What messages call the contact: its tables, after its model's name where it has one (two
+        contacts may join the same tables)."""
+        tables = f"{self.wi.name} / {self.wj.name}"
+        return tables if self.name is None else f"{self.name} ({tables})"
 
     @property
     def x(self) -> np.ndarray | None:
@@ -321,7 +325,11 @@ class ContactPair:
     def _coarse(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> tuple[np.ndarray, float]:
         """For every point of window i the nearest point of window j: the pair of largest
         indentation along j's normal, as ``(u_i, v_i, u_j, v_j)``, and that indentation (m)."""
-        pi = self.wi.points(self.coarse_points).reshape(-1, self.wi.buffer.shape[-1])
+        return self._deepest(self.wi.points(self.coarse_points).reshape(-1, self.wi.buffer.shape[-1]), R_i, c_i, R_j, c_j)
+
+    def _deepest(self, pi: np.ndarray, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray,
+                 c_j: np.ndarray) -> tuple[np.ndarray, float]:
+        """:meth:`_coarse` for the points ``pi`` of surface i (rows of a table's 14 values)."""
         pj = self.wj.points(self.coarse_points).reshape(-1, self.wj.buffer.shape[-1])
         with np.errstate(all="ignore"):
             Pi = pi[:, 2:5] @ R_i.T + c_i

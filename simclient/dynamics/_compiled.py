@@ -163,7 +163,7 @@ def compile_system(system: Any) -> tuple[_Kernel | None, str]:
             return None, f"the load {load!r} has no compiled form (only ligaments with packed laws have)"
     for c in system.contacts:
         if type(c.pair) is not ContactPair:
-            return None, f"contact {c.name} is not a point contact"
+            return None, f"contact {c.name}: its {type(c.pair).__name__} has no compiled form (a plain ContactPair has)"
         if c.law.n_states or c.law.packed is None:
             return None, f"contact {c.name}: the law {c.law.name} has no compiled form"
     return _Kernel(system), ""

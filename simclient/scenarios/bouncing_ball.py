@@ -14,7 +14,9 @@ Simbody's regularized model: :class:`simclient.contact.Friction`), and a ball mo
 rolling: its contact point goes round its table about y, so use the ball table ``ball_rolling``
 (poles across the travel, periodic in v; ``--ball ball_rolling``). A ball that reaches rolling inside
 its first impact (MU (1 + e) v_impact >= 2/7 vx) leaves it at 5/7 vx, the closed form reported
-beside the run's.
+beside the run's. With ``--vy`` too it rolls about an axis that is not its table's pole axis, and its
+contact point would reach a pole: ``--atlas`` gives the ball a second table, ``--ball-chart``
+(default ``ball_rolling_x``, the poles along x), the two an atlas (:class:`simclient.contact.AtlasPair`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from simclient.contact import LAWS, ForceLaw, Friction, HertzianLaw, ViscoelasticLaw, make_law
+from simclient.contact import LAWS, AtlasPair, ForceLaw, Friction, HertzianLaw, ViscoelasticLaw, make_law
 from simclient.dynamics import (
     METHODS,
     Body,
@@ -41,7 +43,7 @@ from simclient.dynamics import (
     gap_probe,
     simulate,
 )
-from simclient.errors import ParameterError, nonnegative
+from simclient.errors import ContactError, ParameterError, nonnegative
 from simclient.geometry import INTERPOLATIONS, StorageWindow
 from simclient.io import MemorySource, Source, open_surface
 from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_positive, extent_param, param
@@ -59,6 +61,7 @@ class BallParams:
     radius: float = param(0.020, "radius of the ball", "m")
     gap: float = param(0.012, "initial gap between the ball's lowest point and the ground", "m")
     vx: float = param(0.15, "horizontal velocity along +x", "m/s")
+    vy: float = param(0.0, "horizontal velocity along +y", "m/s")
     x0: float = param(-0.03, "initial x of the centre", "m")
     law: str = param("hertz", "contact force law", choices=tuple(LAWS))
     K: float = param(5.5e9, "generalized stiffness (double-layer: of the first layer)", "N/m^1.5")
@@ -70,7 +73,9 @@ class BallParams:
                                     "viscoelastic form (hertz only), K being the relaxed stiffness")
     creep_time: float = param(1e-3, "the standard linear solid's creep time T (with --relax-ratio)", "s")
     friction: float = param(0.0, "coefficient of friction, static and dynamic (0: frictionless, as the thesis; "
-                                 "a rolling ball wants --ball ball_rolling)")
+                                 "a rolling ball wants --ball ball_rolling, and --atlas where it has --vy)")
+    atlas: bool = param(False, "the ball's tables an atlas: --ball and a second chart --ball-chart (poles on another "
+                               "axis), for a ball that rolls any way")
     t_end: float = param(0.4, "simulated time", "s")
     window_ball: tuple[int, int] = extent_param((3, 3), "the ball's window, records")
     window_ground: tuple[int, int] = extent_param((3, 9), "the ground's window, records")
@@ -112,19 +117,22 @@ def hertz_drop(p: BallParams) -> dict[str, float]:
 
 
 def bouncing_ball(ball: str | Source, ground: str | Source, params: BallParams = BallParams(), *,
-                  source_kwargs: dict[str, Any] | None = None, in_memory: bool = False,
-                  progress: Callable[[float], None] | None = None) -> Summary:
+                  chart: str | Source | None = None, source_kwargs: dict[str, Any] | None = None,
+                  in_memory: bool = False, progress: Callable[[float], None] | None = None) -> Summary:
     """Run the bouncing ball on the tables ``ball`` and ``ground`` (sources, or locations for
-    :func:`simclient.open_surface`). ``in_memory`` reads both tables whole into memory first (the
-    no-window baseline). Returns DESIGN's summary; the artifacts hold the integration ``result``, the
+    :func:`simclient.open_surface`); with ``chart``, a second table of the ball in the same frame,
+    the two an atlas. ``in_memory`` reads the tables whole into memory first (the no-window
+    baseline). Returns DESIGN's summary; the artifacts hold the integration ``result``, the
     ``system``, its ``contact`` and the windows' ``moves``."""
     p = params
     kw = source_kwargs or {}
     t_setup = time.perf_counter()
     src_ball = ball if not isinstance(ball, str) else open_surface(ball, **kw)
     src_ground = ground if not isinstance(ground, str) else open_surface(ground, **kw)
+    src_chart = chart if not isinstance(chart, str) else open_surface(chart, **kw)
     if in_memory:
         src_ball, src_ground = MemorySource.load(src_ball), MemorySource.load(src_ground)
+        src_chart = None if src_chart is None else MemorySource.load(src_chart)
     hb, hg = src_ball.header, src_ground.header
     if hb.rmax is not None and abs(hb.rmax - p.radius) > 1e-3 * p.radius:
         # the radius places the ball and sets its inertia; the table is the ball that touches
@@ -132,29 +140,36 @@ def bouncing_ball(ball: str | Source, ground: str | Source, params: BallParams =
                              f"{hb.rmax:.6g} m from its centre at most (use --radius {hb.rmax:.6g})")
     # first windows centred on the expected contact points: the ball's lowest point (u = v = 0 of
     # the sample ball) and the ground under the ball's start (the ground maps (u, v) -> (v, -u))
-    w_ball = StorageWindow(src_ball, p.window_ball, p.interpolation,
-                           centre=(0.0, 0.0) if hb.u0 <= 0 <= hb.u1 else None, prefetch=p.prefetch)
+    w_ball, w_chart = (None if src is None else
+                       StorageWindow(src, p.window_ball, p.interpolation,
+                                     centre=(0.0, 0.0) if src.header.u0 <= 0 <= src.header.u1 else None,
+                                     prefetch=p.prefetch)
+                       for src in (src_ball, src_chart))
+    assert w_ball is not None
     w_ground = StorageWindow(src_ground, p.window_ground, p.interpolation,
                              centre=(0.0, p.x0) if hg.v0 <= p.x0 <= hg.v1 else None, prefetch=p.prefetch)
     ball_body = Body("ball", mass=p.mass, inertia=np.eye(3) * 0.4 * p.mass * p.radius**2,
-                     position=np.array([p.x0, 0.0, p.radius + p.gap]), velocity=np.array([p.vx, 0.0, 0.0]))
+                     position=np.array([p.x0, 0.0, p.radius + p.gap]), velocity=np.array([p.vx, p.vy, 0.0]))
     ground_body = Body("ground", fixed=True)
     contact = ContactModel("ball-ground", Surface(ball_body, w_ball), Surface(ground_body, w_ground), p.force_law(),
-                           friction=Friction(p.friction, p.friction) if p.friction else None)
+                           friction=Friction(p.friction, p.friction) if p.friction else None,
+                           pair=None if w_chart is None else AtlasPair([w_ball, w_chart], w_ground, name="ball-ground"))
     system = MultibodySystem([ball_body, ground_body], [contact], gravity=(0, 0, -G))
     setup_s = time.perf_counter() - t_setup
     wait0 = w_ball.wait_s + w_ground.wait_s  # the first windows' fetch belongs to the set-up
     res = simulate(system, p.t_end, method=p.method, rtol=p.rtol, atol=p.atol,
                    h=p.h if p.method == "rk4" else None, progress=progress)
     # window statistics and moves of the run itself (post-processing below moves the windows again)
-    windows = {"ball": w_ball.stats, "ground": w_ground.stats}
-    moves = {"ball": list(w_ball.moves), "ground": list(w_ground.moves)}
-    wait_s = w_ball.wait_s + w_ground.wait_s - wait0
+    read = {"ball": w_ball, "ground": w_ground, **({} if w_chart is None else {"ball_chart": w_chart})}
+    windows = {role: w.stats for role, w in read.items()}
+    moves = {role: list(w.moves) for role, w in read.items()}
+    wait_s = sum(w.wait_s for w in read.values()) - wait0
     values = {**_impacts(system, contact, res, p), "law": p.law, "method": p.method,
               "interpolation": p.interpolation, "wall_s": res.wall_s, "setup_s": setup_s,
               "window_wait_s": wait_s, "steps": res.steps,
               "rhs_evaluations": res.nfev, "status": "ok" if res.success else "failed", "message": res.message,
-              "tables": {"ball": src_ball.name, "ground": src_ground.name}, "windows": windows}
+              "tables": {role: w.name for role, w in read.items()}, "windows": windows,
+              **({} if w_chart is None else {"chart_switches": contact.pair.switches})}  # type: ignore[union-attr]
     return Summary("bouncing-ball", values, {"result": res, "system": system, "contact": contact, "moves": moves,
                                              "params": p})
 
@@ -183,14 +198,23 @@ def _impacts(system: MultibodySystem, contact: ContactModel, res: SimulationResu
         durations.append(float(t1 - on["t"]))
     # (with friction, from the end of the first impact: the slip it stops dissipates)
     first = np.searchsorted(res.t, seps[0]["t"]) if p.friction and seps else 0
-    e = np.array([system.energy(res.y[:, k], gap) for k in range(first, res.y.shape[1],
-                                                                  max(1, (res.y.shape[1] - first) // 400))])
+
+    def energy(y: np.ndarray) -> float:
+        try:
+            return system.energy(y, gap)
+        except ContactError:
+            if res.success:
+                raise
+            return math.nan  # (a failed run's state over a table's edge: its contact cannot be probed)
+    e = np.array([energy(res.y[:, k]) for k in range(first, res.y.shape[1], max(1, (res.y.shape[1] - first) // 400))])
+    e = e[np.isfinite(e)]
     drift = float(np.max(np.abs(e - e[0])) / abs(e[0])) if len(e) else 0.0
     rolling = {}
     if p.friction and seps:
         y = res.sol(seps[0]["t"])
         rolling = {"rolling": {"vx_after_first_impact_m_s": float(y[7]), "spin_after_first_impact_rad_s": float(y[11]),
-                               "vx_final_m_s": float(res.y[7, -1]), "closed_form_vx_m_s": 5 / 7 * p.vx}}
+                               "vx_final_m_s": float(res.y[7, -1]), "closed_form_vx_m_s": 5 / 7 * p.vx,
+                               "vy_final_m_s": float(res.y[8, -1]), "closed_form_vy_m_s": 5 / 7 * p.vy}}
     return {**rolling, "impacts": len(onsets), "impact_times_s": [float(o["t"]) for o in onsets],
             "impact_velocities_m_s": [float(o["impact_velocity"]) for o in onsets],
             "separation_velocities_m_s": [float(s["separation_velocity"]) for s in seps],
@@ -198,19 +222,24 @@ def _impacts(system: MultibodySystem, contact: ContactModel, res: SimulationResu
             "energy_drift": drift, "analytic": hertz_drop(p)}
 
 
-class BouncingBall(Scenario, name="bouncing-ball", params=BallParams, tables={"ball": "ball", "ground": "ground"},
+class BouncingBall(Scenario, name="bouncing-ball", params=BallParams,
+                   tables={"ball": "ball", "ground": "ground", "ball_chart": "ball_rolling_x"},
                    title="thesis 6.5.1: a ball bouncing on a ground plane (Hertz and the dissipative laws)"):
 
     def run(self, params: BallParams, tables: Tables, *, out: Path | None = None,
             progress: Progress | None = None) -> Summary:
         summary = bouncing_ball(tables.location("ball", self.tables["ball"]),
                                 tables.location("ground", self.tables["ground"]), params,
+                                chart=tables.location("ball_chart", self.tables["ball_chart"]) if params.atlas else None,
                                 source_kwargs=tables.source_kwargs())
         if out is not None:
             from simclient.scenarios.report import save_bouncing_ball
 
             summary.values["outputs"] = [str(f) for f in save_bouncing_ball(summary, out)]
         return summary
+
+    def table_names(self, params: BallParams) -> dict[str, str]:
+        return {role: name for role, name in self.tables.items() if params.atlas or role != "ball_chart"}
 
     def report(self, summary: Summary) -> str:
         a = summary["analytic"]
@@ -222,7 +251,12 @@ class BouncingBall(Scenario, name="bouncing-ball", params=BallParams, tables={"b
                  f"(Hertz closed form {a['max_indentation'] * 1e6:.3f} um)",
                  *([f"  rolling at {summary['rolling']['vx_after_first_impact_m_s']:.6f} m/s after the first impact "
                     f"(5/7 vx: {summary['rolling']['closed_form_vx_m_s']:.6f} m/s), "
-                    f"{summary['rolling']['vx_final_m_s']:.6f} m/s at the end"] if "rolling" in summary.values else []),
+                    f"{summary['rolling']['vx_final_m_s']:.6f} m/s at the end"
+                    + (f"; vy {summary['rolling']['vy_final_m_s']:.6f} m/s at the end (5/7 vy: "
+                       f"{summary['rolling']['closed_form_vy_m_s']:.6f} m/s)" if summary['rolling']['closed_form_vy_m_s']
+                       else "")] if "rolling" in summary.values else []),
+                 *([f"  the ball's atlas ({summary['tables']['ball']}, {summary['tables']['ball_chart']}): "
+                    f"{summary['chart_switches']} chart switch{'' if summary['chart_switches'] == 1 else 'es'}"] if "chart_switches" in summary.values else []),
                  f"  energy drift {summary['energy_drift']:.2e}; {summary['steps']} steps, "
                  f"{summary['rhs_evaluations']} rhs evaluations, {summary['wall_s']:.3f} s wall"]
         for name, st in summary["windows"].items():
