@@ -83,7 +83,9 @@ class AtlasPair(ContactPair):
     surface frame (see the module's description), each read by its own window; ``window_j`` as for
     :class:`ContactPair`, and its other options. ``margin`` (a fraction of a chart's parameter
     ranges, in (0, 0.5)): how near its chart's edge a contact point may come before the pair moves
-    to another chart. ``chart`` is the index of the chart in use; ``switches`` counts the moves.
+    to another chart. ``chart`` is the index of the chart in use; ``switches`` counts the moves;
+    ``closest_margin`` is the smallest margin a detection found the contact point at (0.5 until one
+    finds it within ``margin``), a measure of how near a chart's edge the solves went.
     Messages name the table in use. The charts' windows must use one interpolation, and their
     bounding spheres must agree (one surface, one frame)."""
 
@@ -105,6 +107,7 @@ class AtlasPair(ContactPair):
                                  "surface in one frame")
         super().__init__(charts[0], window_j, **options)  # type: ignore[arg-type]
         self.charts, self.margin, self.chart, self.switches = charts, float(margin), 0, 0
+        self.closest_margin = 0.5
         self._inside = _band(charts[0], self.margin)
         self._indexes: list[ChartIndex | None] = [None] * len(charts)
         self._placed_chart = 0
@@ -140,6 +143,12 @@ class AtlasPair(ContactPair):
             return k
         return self._switch(k, R_i, c_i, R_j, c_j)
 
+    def inside(self, x: np.ndarray) -> bool:
+        """Whether parameters ``x = (u_i, v_i, ...)`` of the chart in use lie at least ``margin``
+        inside it (else the next detection that may move windows moves to another chart)."""
+        u_lo, u_hi, v_lo, v_hi = self._inside
+        return bool(u_lo <= x[0] <= u_hi and v_lo <= x[1] <= v_hi)
+
     def _cold_start(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> None:
         """A cold start (no warm start to go on from): the deepest of each chart's indexed points
         against window j's points (:meth:`ContactPair.coarse_guess` over the whole surface), and
@@ -156,6 +165,7 @@ class AtlasPair(ContactPair):
         x = k._d[L.CONTACT_X:L.CONTACT_X + 4]
         point = R_i.T @ (k.point_i - c_i)  # (the surface frame the charts share)
         best, best_margin, best_uv = self.chart, chart_margin(self.wi, x[0], x[1]), (x[0], x[1])
+        self.closest_margin = min(self.closest_margin, best_margin)
         for chart in range(len(self.charts)):
             if chart != self.chart:
                 uv = self._index(chart).locate(point)

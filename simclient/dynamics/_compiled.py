@@ -28,7 +28,15 @@ import numpy as np
 from scipy.integrate import DOP853, DenseOutput
 from scipy.integrate._ivp.rk import Dop853DenseOutput  # (scipy's own, which DOP853 builds)
 
-from simclient.contact import FRICTION_PARAMS_SIZE, ContactPair, ContactStatus, friction_coefficient, law_force, solve_contact
+from simclient.contact import (
+    FRICTION_PARAMS_SIZE,
+    AtlasPair,
+    ContactPair,
+    ContactStatus,
+    friction_coefficient,
+    law_force,
+    solve_contact,
+)
 from simclient.dynamics._bodies import Body
 from simclient.dynamics._loads import Ligament, spring_force
 from simclient.dynamics._system import MultibodySystem, _apply, _poses, _rates
@@ -86,21 +94,42 @@ class _Kernel:
                 self.cflt[k, _CF_FRICTION:_CF_SIZE] = c.friction.packed
         # (compile_system checked that every load is a packed ligament)
         self.lint, self.lflt = _pack_ligaments(system, system.loads)  # type: ignore[arg-type]
-        self.bufs = tuple(b for p in self.pairs for b in (p.wi.buffer, p.wj.buffer)) or (np.zeros((1, 1, 1)),) * 2
+        # contacts on atlases, whose window i changes with the chart in use (see rechart())
+        self.atlases = [(k, c) for k, c in enumerate(system.contacts) if isinstance(c.pair, AtlasPair)]
+        self._buffers()
         self.ints = tuple(p.ints for p in self.pairs) or (np.zeros(L.PAIR_INTS_SIZE, dtype=np.int64),)
         self.flts = tuple(p.flts for p in self.pairs) or (np.zeros(L.PAIR_FLTS_SIZE),)
         self.xs = np.zeros((max(nc, 1), 4))
         self.work = np.full((max(nc, 1), L.SOLVE_WORK_SIZE), np.nan)
         self.stage_y = np.zeros(len(system.initial_state()))
 
+    def _buffers(self) -> None:
+        """The windows' buffers the compiled solves read, two per contact (window i's that of the
+        chart in use, for a contact on an atlas)."""
+        self.bufs = tuple(b for p in self.pairs for b in (p.wi.buffer, p.wj.buffer)) or (np.zeros((1, 1, 1)),) * 2
+        self._charts = [c.pair.chart for _, c in self.atlases]
+
     def load(self) -> None:
         """The Python side's current state into the arrays: contact modes, impact velocities, warm
-        starts and window placements (a window may have moved in Python since the last call)."""
+        starts and window placements (a window may have moved in Python since the last call, and an
+        atlas's chart changed)."""
         for k, c in enumerate(self.system.contacts):
             self._load(k, c, c.pair.x)  # type: ignore[union-attr]  # (compile_system checked every pair)
 
+    def rechart(self, t: float, y: np.ndarray) -> None:
+        """At an accepted state: each contact on an atlas whose point has come within its margin of
+        its chart's edge detected in Python, which moves it to another chart (the compiled stages
+        read one table a contact and leave the choice to the accepted states; a chart's margin is
+        far more than a step's travel)."""
+        for k, c in self.atlases:
+            if c.active and not c.pair.inside(self.xs[k]):
+                self.system.set_state(y)
+                self.system.detect(c)
+
     def _load(self, k: int, c: Any, x: np.ndarray | None) -> None:
         """Contact ``k``'s (``c``'s) state into the arrays, with its warm start ``x``."""
+        if self.atlases and self._charts != [a.pair.chart for _, a in self.atlases]:
+            self._buffers()
         self.cint[k, _CI_ACTIVE] = c.active
         self.cflt[k, _CF_IMPACT] = c.impact_velocity
         if x is not None:  # (without one, the compiled solve hands the stage to Python)
@@ -162,7 +191,7 @@ def compile_system(system: Any) -> tuple[_Kernel | None, str]:
         if not _compilable(load):
             return None, f"the load {load!r} has no compiled form (only ligaments with packed laws have)"
     for c in system.contacts:
-        if type(c.pair) is not ContactPair:
+        if type(c.pair) not in (ContactPair, AtlasPair):
             return None, f"contact {c.name}: its {type(c.pair).__name__} has no compiled form (a plain ContactPair has)"
         if c.law.n_states or c.law.packed is None:
             return None, f"contact {c.name}: the law {c.law.name} has no compiled form"
@@ -538,6 +567,8 @@ class CompiledDOP853(DOP853):
             self.nfev += nfev
             if outcome == _ACCEPTED:
                 kern.store()
+                if kern.atlases:
+                    kern.rechart(t_new, y_new)
                 self.h_previous, self.y_old, self.t, self.y = h, self.y, t_new, y_new
                 self.h_abs, self.f = h_next, self.K_extended[self.n_stages].copy()
                 return True, None

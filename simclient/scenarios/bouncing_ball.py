@@ -248,17 +248,19 @@ class BouncingBall(Scenario, name="bouncing-ball", params=BallParams,
         lines = [f"bouncing-ball ({summary['law']}, {summary['method']}, {summary['interpolation']}): "
                  f"{summary['impacts']} impacts" + (f" at {times} s" if times else ""),
                  f"  max indentation {f'{depths} um' if depths else 'none'} "
-                 f"(Hertz closed form {a['max_indentation'] * 1e6:.3f} um)",
-                 *([f"  rolling at {summary['rolling']['vx_after_first_impact_m_s']:.6f} m/s after the first impact "
-                    f"(5/7 vx: {summary['rolling']['closed_form_vx_m_s']:.6f} m/s), "
-                    f"{summary['rolling']['vx_final_m_s']:.6f} m/s at the end"
-                    + (f"; vy {summary['rolling']['vy_final_m_s']:.6f} m/s at the end (5/7 vy: "
-                       f"{summary['rolling']['closed_form_vy_m_s']:.6f} m/s)" if summary['rolling']['closed_form_vy_m_s']
-                       else "")] if "rolling" in summary.values else []),
-                 *([f"  the ball's atlas ({summary['tables']['ball']}, {summary['tables']['ball_chart']}): "
-                    f"{summary['chart_switches']} chart switch{'' if summary['chart_switches'] == 1 else 'es'}"] if "chart_switches" in summary.values else []),
-                 f"  energy drift {summary['energy_drift']:.2e}; {summary['steps']} steps, "
-                 f"{summary['rhs_evaluations']} rhs evaluations, {summary['wall_s']:.3f} s wall"]
+                 f"(Hertz closed form {a['max_indentation'] * 1e6:.3f} um)"]
+        if "rolling" in summary.values:
+            r = summary["rolling"]
+            lines.append(f"  rolling at {r['vx_after_first_impact_m_s']:.6f} m/s after the first impact (5/7 vx: "
+                         f"{r['closed_form_vx_m_s']:.6f} m/s), {r['vx_final_m_s']:.6f} m/s at the end"
+                         + (f"; vy {r['vy_final_m_s']:.6f} m/s at the end (5/7 vy: {r['closed_form_vy_m_s']:.6f} m/s)"
+                            if r["closed_form_vy_m_s"] else ""))
+        if "chart_switches" in summary.values:
+            n = summary["chart_switches"]
+            lines.append(f"  the ball's atlas ({summary['tables']['ball']}, {summary['tables']['ball_chart']}): "
+                         f"{n} chart switch{'' if n == 1 else 'es'}")
+        lines.append(f"  energy drift {summary['energy_drift']:.2e}; {summary['steps']} steps, "
+                     f"{summary['rhs_evaluations']} rhs evaluations, {summary['wall_s']:.3f} s wall")
         for name, st in summary["windows"].items():
             lines.append(f"  window {name} {st['extent'][0]}x{st['extent'][1]}: {st['updates']} updates, "
                          f"{st['records_fetched']} records ({st['bytes_fetched'] / 1e6:.2f} MB) in {st['requests']} "
