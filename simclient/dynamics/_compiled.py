@@ -95,7 +95,10 @@ class _Kernel:
         # (compile_system checked that every load is a packed ligament)
         self.lint, self.lflt = _pack_ligaments(system, system.loads)  # type: ignore[arg-type]
         # contacts on atlases, whose window i changes with the chart in use (see rechart())
-        self.atlases = [(k, c) for k, c in enumerate(system.contacts) if isinstance(c.pair, AtlasPair)]
+        self.atlases: list[tuple[int, Any, AtlasPair]] = []
+        for k, c in enumerate(system.contacts):
+            if isinstance(c.pair, AtlasPair):
+                self.atlases.append((k, c, c.pair))
         self._buffers()
         self.ints = tuple(p.ints for p in self.pairs) or (np.zeros(L.PAIR_INTS_SIZE, dtype=np.int64),)
         self.flts = tuple(p.flts for p in self.pairs) or (np.zeros(L.PAIR_FLTS_SIZE),)
@@ -107,7 +110,7 @@ class _Kernel:
         """The windows' buffers the compiled solves read, two per contact (window i's that of the
         chart in use, for a contact on an atlas)."""
         self.bufs = tuple(b for p in self.pairs for b in (p.wi.buffer, p.wj.buffer)) or (np.zeros((1, 1, 1)),) * 2
-        self._charts = [c.pair.chart for _, c in self.atlases]
+        self._charts = [p.chart for _, _, p in self.atlases]
 
     def load(self) -> None:
         """The Python side's current state into the arrays: contact modes, impact velocities, warm
@@ -121,14 +124,14 @@ class _Kernel:
         its chart's edge detected in Python, which moves it to another chart (the compiled stages
         read one table a contact and leave the choice to the accepted states; a chart's margin is
         far more than a step's travel)."""
-        for k, c in self.atlases:
-            if c.active and not c.pair.inside(self.xs[k]):
+        for k, c, p in self.atlases:
+            if c.active and not p.inside(self.xs[k]):
                 self.system.set_state(y)
                 self.system.detect(c)
 
     def _load(self, k: int, c: Any, x: np.ndarray | None) -> None:
         """Contact ``k``'s (``c``'s) state into the arrays, with its warm start ``x``."""
-        if self.atlases and self._charts != [a.pair.chart for _, a in self.atlases]:
+        if self.atlases and self._charts != [p.chart for _, _, p in self.atlases]:
             self._buffers()
         self.cint[k, _CI_ACTIVE] = c.active
         self.cflt[k, _CF_IMPACT] = c.impact_velocity
