@@ -157,6 +157,17 @@ def _restitution(law: str) -> CaseRun:
     return case
 
 
+def _atlas_rolling(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
+    """The bouncing ball with friction (mu 0.3) on the atlas of ``ball_rolling_x`` and
+    ``ball_rolling``, rolling about y through the first one's poles: the rigid ball's 5/7 vx (the
+    compliant ball rolls on a radius shorter by its indentation: within 1e-3)."""
+    p = BallParams(friction=0.3, vx=0.3, t_end=0.4, atlas=True)
+    s = bouncing_ball(locate("ball_rolling_x", tables=tables), locate("ground", tables=tables), p,
+                      chart=locate("ball_rolling", tables=tables))
+    return _case("atlas-rolling", s["rolling"]["vx_final_m_s"] if s["status"] == "ok" else math.nan, 5 / 7 * p.vx,
+                 1e-3, True, "m/s")
+
+
 def press(tables: Root, indenter: str, layer: LayerLaw, depth: float, thickness: float, n: int = 80,
           half_width: float = 0.004) -> float:
     """Normal force (N) of the ``indenter`` table pushed ``depth`` (m) into the ``ef_layer`` table
@@ -524,6 +535,7 @@ CASES: dict[str, Case] = {
     "argatov-viscoelastic": Case(_argatov_viscoelastic), "blankevoort-winkler": Case(_blankevoort_winkler),
     "graze-onset": Case(_graze, ("ball_333",)),
     "terrain-onset": Case(_terrain, ("ball_333", "wavy_strip")),
+    "atlas-rolling": Case(_atlas_rolling, ("ball_rolling_x", "ball_rolling", "ground")),
 }
 
 
