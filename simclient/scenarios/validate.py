@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.integrate import quad, solve_ivp
+from scipy.integrate import dblquad, quad, solve_ivp
 from scipy.optimize import brentq
 
 from simclient.contact import (
@@ -208,6 +208,47 @@ def _ef_paraboloid(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
     law, R1, R2, d, h = LinearLayer(10e6, 0.3), 0.02, 0.05, 5e-5, 0.005
     return _case("ef-paraboloid", press(tables, "ef_paraboloid", law, d, h, half_width=0.0025),
                  math.pi * law.aggregate_modulus * math.sqrt(R1 * R2) * d**2 / h, 0.01, True, "N")
+
+
+#: the ball-and-socket case: the ef_cup and ef_head tables' radius (m), the element grid's half-width
+#: (rad of latitude and longitude about the cup's pole axis x) and a linear layer (h, m)
+HIP_R, HIP_HALF, HIP_LAW, HIP_H = 0.025, math.radians(60), LinearLayer(10e6, 0.3), 0.002
+
+
+def hip_press(tables: Root, displacement: Sequence[float], n: int = 40, quadrature: str = "centre") -> CompartmentResult:
+    """A ball-and-socket joint on a thin layer: the ``ef_head`` table displaced by ``displacement``
+    (m, the cup's frame) from the centre of the concentric ``ef_cup`` table, which carries ``n x n``
+    elements over +-HIP_HALF of latitude and longitude, a layer of HIP_LAW, HIP_H thick."""
+    cup, head = open_surface(locate("ef_cup", tables=tables)), open_surface(locate("ef_head", tables=tables))
+    grid = element_grid(cup, "cup", (-HIP_HALF, HIP_HALF), (-HIP_HALF, HIP_HALF), (n, n), HIP_H)
+    contact = FoundationContact([grid], head, HIP_LAW, extent=(head.header.n_rec_u, head.header.n_rec_v),
+                                quadrature=quadrature)
+    I = np.eye(3)
+    return contact.evaluate(I, np.zeros(3), I, np.asarray(displacement, float))["cup"]
+
+
+def hip_force(displacement: Sequence[float]) -> np.ndarray:
+    """The closed form of :func:`hip_press` (N, on the head): for a displacement ``delta`` much
+    smaller than R, an element at unit direction ``e`` from the centre is ``delta . e`` deep and
+    pushes the head by ``K (delta . e) / h`` per unit area along ``-e``. On the cup's latitude u
+    and longitude v, ``e = (sin u, cos u sin v, -cos u cos v)`` and ``dA = R^2 cos u du dv``; the
+    integrals over the part in contact (``delta . e > 0``), by quadrature."""
+    d = np.asarray(displacement, float)
+
+    def component(k: int) -> float:
+        def f(v: float, u: float) -> float:
+            e = np.array([math.sin(u), math.cos(u) * math.sin(v), -math.cos(u) * math.cos(v)])
+            return -max(float(d @ e), 0.0) * e[k] * math.cos(u)
+        return dblquad(f, -HIP_HALF, HIP_HALF, -HIP_HALF, HIP_HALF, epsabs=0, epsrel=1e-8)[0]
+    return HIP_LAW.aggregate_modulus * HIP_R**2 / HIP_H * np.array([component(k) for k in range(3)])
+
+
+def _ef_hip(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
+    """Axial: ``K delta R^2 / h (2 sin a - 2/3 sin^3 a)(a + sin 2a / 2)`` (a = HIP_HALF)."""
+    delta, a = 1e-5, HIP_HALF
+    closed = HIP_LAW.aggregate_modulus * delta * HIP_R**2 / HIP_H * (2 * math.sin(a) - 2 / 3 * math.sin(a)**3) \
+        * (a + math.sin(2 * a) / 2)
+    return _case("ef-hip", float(hip_press(tables, (0.0, 0.0, -delta)).force[2]), closed, 0.01, True, "N")
 
 
 #: the elastic-foundation dynamics cases: a sphere (the ef_sphere table, R = 20 mm, 10 g) on a
@@ -527,6 +568,7 @@ CASES: dict[str, Case] = {
     "ef-paraboloid": Case(_ef_paraboloid, ("ef_layer", "ef_paraboloid")),
     "ef-sphere-drop": Case(_ef_sphere_drop, ("ef_layer", "ef_sphere")),
     "ef-sphere-dissipation": Case(_ef_sphere_dissipation, ("ef_layer", "ef_sphere")),
+    "ef-hip": Case(_ef_hip, ("ef_cup", "ef_head")),
     "planar-hertz-tables": Case(_planar("tables"), ("knee2d_circle_femur", "knee2d_circle_tibia")),
     "planar-hertz-circles": Case(_planar("circles")),
     "double-layer-below": Case(_double_below, OA90_TABLES), "double-layer-above": Case(_double_above, OA90_TABLES),
