@@ -110,7 +110,7 @@ def test_an_atlas_finds_the_contact_of_a_ball_in_any_orientation(charts, sample_
     """The ball 10 um into the ground, turned every way (60 random turns, the first two with a
     pole of the poles-x chart at the bottom): the contact is the sphere's (indentation within 1e-10
     m, normal +z, the ball's lowest point), found on a chart where it lies at least the margin
-    inside; the poles-x chart alone fails at its pole."""
+    inside, one by one and along the turns in one call; the poles-x chart alone fails at its pole."""
     depth, centre = 1e-5, np.array([0.01, 0.005, R - 1e-5])
     turns = [Rotation.from_euler("y", sign * 90, degrees=True) for sign in (1, -1)]
     turns += list(Rotation.random(58, random_state=7))
@@ -125,6 +125,11 @@ def test_an_atlas_finds_the_contact_of_a_ball_in_any_orientation(charts, sample_
         np.testing.assert_allclose(k.point_i, centre - [0, 0, R], atol=1e-9)
         assert chart_margin(pair.wi, *k.params[:2]) >= pair.margin
     assert pair.switches >= 10
+    # along the turns in one call (detect_many, pose by pose on an atlas), the same contacts
+    many = pair.detect_many(np.array([turn.as_matrix() for turn in turns]), centre, np.eye(3), np.zeros(3))
+    assert many.converged.all()
+    np.testing.assert_allclose(many.indentation, depth, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(many.point_i, np.broadcast_to(centre - [0, 0, R], (len(turns), 3)), atol=1e-9)
     k = alone.place(turns[0].as_matrix(), centre, np.eye(3), np.zeros(3))
     assert not k.converged  # (at the pole its Jacobian is singular)
 
