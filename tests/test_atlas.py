@@ -165,7 +165,7 @@ def test_the_bouncing_ball_rolls_through_its_tables_pole_on_an_atlas(sample_tabl
     from simclient.scenarios.bouncing_ball import BallParams, BouncingBall, bouncing_ball
 
     p = BallParams(friction=0.3, vx=0.3, t_end=0.4, atlas=True)
-    assert BouncingBall().table_names(p)["ball_chart"] == "ball_rolling_x"
+    assert BouncingBall().table_names(p)["ball_chart"] == "ball_rolling"
     assert "ball_chart" not in BouncingBall().table_names(BallParams())
     tables = {name: str(sample_tables / f"{name}.zarr") for name in ("ball_rolling_x", "ball_rolling", "ground")}
     atlas = bouncing_ball(tables["ball_rolling_x"], tables["ground"], p, chart=tables["ball_rolling"])

@@ -16,7 +16,8 @@ rolling: its contact point goes round its table about y, so use the ball table `
 its first impact (MU (1 + e) v_impact >= 2/7 vx) leaves it at 5/7 vx, the closed form reported
 beside the run's. With ``--vy`` too it rolls about an axis that is not its table's pole axis, and its
 contact point would reach a pole: ``--atlas`` gives the ball a second table, ``--ball-chart``
-(default ``ball_rolling_x``, the poles along x), the two an atlas (:class:`simclient.contact.AtlasPair`).
+(default ``ball_rolling``, its poles along y where ``ball``'s are along x), the two an atlas
+(:class:`simclient.contact.AtlasPair`).
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ class BallParams:
     creep_time: float = param(1e-3, "the standard linear solid's creep time T (with --relax-ratio)", "s")
     friction: float = param(0.0, "coefficient of friction, static and dynamic (0: frictionless, as the thesis; "
                                  "a rolling ball wants --ball ball_rolling, and --atlas where it has --vy)")
-    atlas: bool = param(False, "the ball's tables an atlas: --ball and a second chart --ball-chart (poles on another "
-                               "axis), for a ball that rolls any way")
+    atlas: bool = param(False, "the ball's tables an atlas: --ball and a second chart --ball-chart (its poles on "
+                               "another axis), for a ball that rolls any way")
     t_end: float = param(0.4, "simulated time", "s")
     window_ball: tuple[int, int] = extent_param((3, 3), "the ball's window, records")
     window_ground: tuple[int, int] = extent_param((3, 9), "the ground's window, records")
@@ -223,7 +224,7 @@ def _impacts(system: MultibodySystem, contact: ContactModel, res: SimulationResu
 
 
 class BouncingBall(Scenario, name="bouncing-ball", params=BallParams,
-                   tables={"ball": "ball", "ground": "ground", "ball_chart": "ball_rolling_x"},
+                   tables={"ball": "ball", "ground": "ground", "ball_chart": "ball_rolling"},
                    title="thesis 6.5.1: a ball bouncing on a ground plane (Hertz and the dissipative laws)"):
 
     def run(self, params: BallParams, tables: Tables, *, out: Path | None = None,
