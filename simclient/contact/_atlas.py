@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from simclient.contact._point import Contact, ContactPair, Contacts
+from simclient.contact._point import Contact, ContactPair
 from simclient.errors import ParameterError
 from simclient.geometry import StorageWindow
 from simclient.geometry import layout as L
@@ -86,8 +86,13 @@ class AtlasPair(ContactPair):
     to another chart. ``chart`` is the index of the chart in use; ``switches`` counts the moves;
     ``closest_margin`` is the smallest margin a detection found the contact point at (0.5 until one
     finds it within ``margin``), a measure of how near a chart's edge the solves went.
-    Messages name the table in use. The charts' windows must use one interpolation, and their
-    bounding spheres must agree (one surface, one frame)."""
+    Messages name the table in use; :meth:`detect_many` solves pose by pose (each may move to
+    another chart). A cold start (no warm start) searches each chart's :class:`ChartIndex`, which
+    reads its table once, whole: atlases are for closed bodies (a ball), not for terrains. The
+    charts' windows must use one interpolation, and their bounding spheres must agree (one
+    surface, one frame)."""
+
+    batched = False
 
     def __init__(self, charts_i: Sequence[StorageWindow], window_j: StorageWindow, *, margin: float = 0.2,
                  **options: object) -> None:
@@ -136,10 +141,7 @@ class AtlasPair(ContactPair):
         if math.isnan(self.work[L.PAIR_X]):
             self._cold_start(R_i, c_i, R_j, c_j)
         k = super().detect(R_i, c_i, R_j, c_j, strict, update_windows)
-        if not (update_windows and k.converged):
-            return k
-        u_lo, u_hi, v_lo, v_hi = self._inside
-        if u_lo <= k._d[L.CONTACT_X] <= u_hi and v_lo <= k._d[L.CONTACT_X + 1] <= v_hi:
+        if not update_windows or not k.converged or self.inside(k._d[L.CONTACT_X:L.CONTACT_X + 2]):
             return k
         return self._switch(k, R_i, c_i, R_j, c_j)
 
@@ -207,16 +209,3 @@ class AtlasPair(ContactPair):
             self._use(chart)
             self.forget()
         super().restore(inner)
-
-    def detect_many(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, strict: bool = False,
-                    update_windows: bool = True) -> Contacts:
-        """:meth:`ContactPair.detect_many`, pose by pose (each may move to another chart)."""
-        n = max(len(a) if np.ndim(a) == nd else 1 for a, nd in ((R_i, 3), (c_i, 2), (R_j, 3), (c_j, 2)))
-        Ri, Rj = (np.broadcast_to(R, (n, 3, 3)) for R in (R_i, R_j))
-        ci, cj = (np.broadcast_to(c, (n, 3)) for c in (c_i, c_j))
-        status, data = np.zeros(n, dtype=np.int64), np.zeros((n, L.CONTACT_SIZE))
-        for k in range(n):
-            c = (self.place(Ri[k], ci[k], Rj[k], cj[k], strict=strict) if update_windows
-                 else self.detect(Ri[k], ci[k], Rj[k], cj[k], strict=strict, update_windows=False))
-            status[k], data[k] = int(c.status), c._d
-        return Contacts(status, data)

@@ -139,6 +139,9 @@ class ContactPair:
 
     kernel = staticmethod(solve_contact)
     warm_kernel = staticmethod(solve_warm)
+    #: whether :meth:`detect_many` may solve poses in one compiled loop (a pair whose detections do
+    #: more than the kernel, such as an atlas's, solves them one by one)
+    batched = True
 
     def __init__(self, window_i: StorageWindow, window_j: StorageWindow, *, max_iter: int = 30,
                  tol: float = 1e-9, max_step: float = 4.0, coarse_points: int = 64, name: str | None = None) -> None:
@@ -437,7 +440,7 @@ class ContactPair:
         k = 0
         while k < n:
             x = self.x
-            if x is not None:
+            if x is not None and self.batched:
                 if not self.synced():
                     self._sync()
                 self.ints[_CHECK] = 1 if update_windows else 0

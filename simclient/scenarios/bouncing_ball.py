@@ -141,14 +141,13 @@ def bouncing_ball(ball: str | Source, ground: str | Source, params: BallParams =
                              f"{hb.rmax:.6g} m from its centre at most (use --radius {hb.rmax:.6g})")
     # first windows centred on the expected contact points: the ball's lowest point (u = v = 0 of
     # the sample ball) and the ground under the ball's start (the ground maps (u, v) -> (v, -u))
-    w_ball, w_chart = (None if src is None else
-                       StorageWindow(src, p.window_ball, p.interpolation,
-                                     centre=(0.0, 0.0) if src.header.u0 <= 0 <= src.header.u1 else None,
-                                     prefetch=p.prefetch)
-                       for src in (src_ball, src_chart))
-    assert w_ball is not None
+    def ball_window(src: Source) -> StorageWindow:
+        return StorageWindow(src, p.window_ball, p.interpolation,
+                             centre=(0.0, 0.0) if src.header.u0 <= 0 <= src.header.u1 else None, prefetch=p.prefetch)
+    w_ball, w_chart = ball_window(src_ball), None if src_chart is None else ball_window(src_chart)
     w_ground = StorageWindow(src_ground, p.window_ground, p.interpolation,
                              centre=(0.0, p.x0) if hg.v0 <= p.x0 <= hg.v1 else None, prefetch=p.prefetch)
+    read = {"ball": w_ball, "ground": w_ground, **({} if w_chart is None else {"ball_chart": w_chart})}
     ball_body = Body("ball", mass=p.mass, inertia=np.eye(3) * 0.4 * p.mass * p.radius**2,
                      position=np.array([p.x0, 0.0, p.radius + p.gap]), velocity=np.array([p.vx, p.vy, 0.0]))
     ground_body = Body("ground", fixed=True)
@@ -157,11 +156,10 @@ def bouncing_ball(ball: str | Source, ground: str | Source, params: BallParams =
                            pair=None if w_chart is None else AtlasPair([w_ball, w_chart], w_ground, name="ball-ground"))
     system = MultibodySystem([ball_body, ground_body], [contact], gravity=(0, 0, -G))
     setup_s = time.perf_counter() - t_setup
-    wait0 = w_ball.wait_s + w_ground.wait_s  # the first windows' fetch belongs to the set-up
+    wait0 = sum(w.wait_s for w in read.values())  # the first windows' fetch belongs to the set-up
     res = simulate(system, p.t_end, method=p.method, rtol=p.rtol, atol=p.atol,
                    h=p.h if p.method == "rk4" else None, progress=progress)
     # window statistics and moves of the run itself (post-processing below moves the windows again)
-    read = {"ball": w_ball, "ground": w_ground, **({} if w_chart is None else {"ball_chart": w_chart})}
     windows = {role: w.stats for role, w in read.items()}
     moves = {role: list(w.moves) for role, w in read.items()}
     wait_s = sum(w.wait_s for w in read.values()) - wait0
