@@ -20,7 +20,7 @@ R, M, G, K = 0.02, 0.092, 9.81, 5.5e9
 STATIC = (M * G / K) ** (2 / 3)  # m: Hertz's static indentation of the resting ball
 
 
-def _sphere(name: str, pole, meridian, radius: float = R) -> dict:
+def _sphere(pole, meridian, radius: float = R) -> dict:
     return {"family": "sphere", "radius": radius, "pole_axis": pole, "zero_meridian": meridian,
             "u_range_deg": [-90, 90], "v_range_deg": [-180, 180], "grid": [333, 333], "record": [37, 37],
             "periodic_v": True}
@@ -36,9 +36,9 @@ def charts(tmp_path_factory):
     out = tmp_path_factory.mktemp("atlas")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (the poles' analytic normals)
-        for name, definition in (("poles_x", _sphere("poles_x", [1, 0, 0], [0, 0, -1])),
-                                 ("poles_z", _sphere("poles_z", [0, 0, 1], [1, 0, 0])),
-                                 ("larger", _sphere("larger", [0, 0, 1], [1, 0, 0], 1.05 * R))):
+        for name, definition in (("poles_x", _sphere([1, 0, 0], [0, 0, -1])),
+                                 ("poles_z", _sphere([0, 0, 1], [1, 0, 0])),
+                                 ("larger", _sphere([0, 0, 1], [1, 0, 0], 1.05 * R))):
             build_surface(parse_surface(name, definition), out)
     return {name: out / f"{name}.zarr" for name in ("poles_x", "poles_z", "larger")}
 
