@@ -79,6 +79,17 @@ def test_a_ball_rolling_off_the_ground_fails_saying_when(sample_tables, monkeypa
     assert 0.1 < x < 0.12, x  # past the edge, less than a bounce's travel (15 mm) after it
 
 
+def test_a_ball_rolling_off_the_grounds_side_fails_naming_the_edge(sample_tables):
+    """Rolling off the ground's side (y = 0.05 m) in contact, the solve's iterates wander on the
+    ball, whose window they leave: the message names the ground's edge, where its point was (it
+    said only "left window i")."""
+    s = _run(sample_tables, ball="ball_rolling", friction=0.3, vx=0.5, vy=0.3, t_end=0.3)
+    assert s["status"] == "failed"
+    assert "at the edge of a table (ground: u in [-0.05, 0.05], v in [-0.1, 0.1]" in s["message"], s["message"]
+    y = s.artifacts["result"].y[1, -1]
+    assert 0.045 < y < 0.05, y  # the last state reached: its contact point (under its centre) near the edge
+
+
 def test_wider_ground_window_does_not_move(sample_tables):
     s = _run(sample_tables, window_ground=(3, 23))
     assert s["impacts"] == 4 and s["windows"]["ground"]["updates"] == 0

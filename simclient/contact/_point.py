@@ -222,16 +222,29 @@ class ContactPair:
         return min(self.wi.time_to_edge(x[0], x[1], rate[0], rate[1]),
                    self.wj.time_to_edge(x[2], x[3], rate[2], rate[3]))
 
-    def describe(self, status: ContactStatus) -> str:
+    def describe(self, status: ContactStatus, x: np.ndarray | None = None) -> str:
         """``status`` as a message gives it: a table that was left with its name and parameter ranges
         (a table wraps only where it is periodic in v: past the longitude seam of a sphere built
-        without ``periodic_v`` is off its table too)."""
-        if status not in (ContactStatus.LEFT_TABLE_I, ContactStatus.LEFT_TABLE_J):
+        without ``periodic_v`` is off its table too). With the last iterate ``x = (u_i, v_i, u_j,
+        v_j)``, a solve that failed otherwise with a point within two grid cells of a table's edge
+        says so too (a ball rolling off the ground's side: its iterates wander on the ball)."""
+        if status in (ContactStatus.LEFT_TABLE_I, ContactStatus.LEFT_TABLE_J):
+            return f"{status} ({self._ranges(self.wi if status == ContactStatus.LEFT_TABLE_I else self.wj)})"
+        if x is None or status in (ContactStatus.CONVERGED, ContactStatus.SINGULAR_POINT_I,
+                                   ContactStatus.SINGULAR_POINT_J):  # (a pole says what it is)
             return str(status)
-        w = self.wi if status == ContactStatus.LEFT_TABLE_I else self.wj
+        for w, (u, v) in ((self.wi, x[0:2]), (self.wj, x[2:4])):
+            h = w.header
+            near_u = min(u - h.u0, h.u1 - u) < 2 * h.du
+            if near_u or (not h.periodic_v and min(v - h.v0, h.v1 - v) < 2 * h.dv):
+                return f"{status}, at the edge of a table ({self._ranges(w)})"
+        return str(status)
+
+    @staticmethod
+    def _ranges(w: StorageWindow) -> str:
         h = w.header
-        return (f"{status} ({w.name}: u in [{h.u0:.6g}, {h.u1:.6g}], v in [{h.v0:.6g}, {h.v1:.6g}]; past an edge, "
-                "or a closed surface's seam, which only a table built periodic in v wraps)")
+        return (f"{w.name}: u in [{h.u0:.6g}, {h.u1:.6g}], v in [{h.v0:.6g}, {h.v1:.6g}]; past an edge, "
+                "or a closed surface's seam, which only a table built periodic in v wraps")
 
     def forget(self) -> None:
         """Start :meth:`follow`'s rates afresh (the contact closed, or the bodies moved apart)."""
@@ -421,7 +434,7 @@ class ContactPair:
             self.work[L.PAIR_X:L.PAIR_X + 4] = x
         contact = Contact(_STATUSES[code], it_total, data)
         if code != _CONVERGED and strict:
-            raise ContactError(f"contact {self.label}: {self.describe(contact.status)} after {it_total} "
+            raise ContactError(f"contact {self.label}: {self.describe(contact.status, x)} after {it_total} "
                                f"iterations at (u_i, v_i, u_j, v_j) = {x.tolist()}, |F| = {contact.residual:.3e}")
         return contact
 

@@ -238,7 +238,7 @@ class MultibodySystem:
         bound = self.broad_gap(c)
         if bound is not None and bound > margin:
             return bound
-        raise ContactError(f"contact {c.name}: {c.pair.describe(k.status)} at (u_i, v_i, u_j, v_j) = "
+        raise ContactError(f"contact {c.name}: {c.pair.describe(k.status, k.params)} at (u_i, v_i, u_j, v_j) = "
                            f"{k.params.tolist()}")
 
     # -- equations of motion -----------------------------------------------------------------------
