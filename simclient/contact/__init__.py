@@ -13,7 +13,8 @@
   adds regularized Coulomb friction to a point contact's force (Simbody's Stribeck model).
 - Elastic foundation: an :class:`ElementDetector` finds the elements of grids on a fixed table in
   contact with a moving table (:class:`ElementContact`); :class:`FoundationContact` applies a layer
-  law (:class:`LinearLayer`, :class:`NonlinearLayer`) and returns a :class:`CompartmentResult` each;
+  law (:class:`LinearLayer`, :class:`NonlinearLayer`) and returns a :class:`CompartmentResult` each
+  (:func:`zoomed_grid`: a finer grid over the part in contact, for a second pass);
   :func:`power_gap_strain_ratios` is the closed form of its large against small strain.
 - Thin-layer closed forms (Argatov): :func:`compressible_law` and :func:`incompressible_law` give a
   point contact with effective radii the force of a thin cartilage layer without an element grid;
@@ -22,7 +23,14 @@
 """
 
 from simclient.contact._atlas import AtlasPair, ChartIndex, chart_margin
-from simclient.contact._elements import QUADRATURES, ElementContact, ElementDetector, ElementGrid, element_grid
+from simclient.contact._elements import (
+    QUADRATURES,
+    ElementContact,
+    ElementDetector,
+    ElementGrid,
+    element_grid,
+    zoomed_grid,
+)
 from simclient.contact._friction import FRICTION_PARAMS_SIZE, Friction, checked_friction, friction_coefficient
 from simclient.contact._foundation import (
     CompartmentResult,
@@ -68,7 +76,7 @@ from simclient.contact._thin_layer import (
 __all__ = ["QUADRATURES", "ContactPair", "AtlasPair", "ChartIndex", "chart_margin",
            "Contact", "Contacts", "ContactStatus", "ContactForce", "ForceLaw", "HertzianLaw",
            "ViscoelasticLaw", "DoubleLayer", "PenaltyStep", "step", "law_force", "make_law", "LAWS", "DAMPING",
-           "hertz_stiffness", "Material", "MATERIALS", "ElementGrid", "element_grid", "ElementContact",
+           "hertz_stiffness", "Material", "MATERIALS", "ElementGrid", "element_grid", "zoomed_grid", "ElementContact",
            "ElementDetector", "FoundationContact", "CompartmentResult", "LayerLaw", "LinearLayer", "NonlinearLayer",
            "layer_result", "layer_energy", "power_gap_strain_ratios", "solve_contact", "ProfilePair", "CirclePair", "planar_pose",
            "solve_profile_contact",

@@ -38,7 +38,7 @@ from simclient.geometry import INSIDE, OUTSIDE_WINDOW, StorageWindow, evaluate, 
 from simclient.geometry import layout as L
 from simclient.io import Source, read_field
 
-__all__ = ["ElementGrid", "element_grid", "ElementContact", "ElementDetector", "QUADRATURES", "SUB_OFFSETS"]
+__all__ = ["ElementGrid", "element_grid", "zoomed_grid", "ElementContact", "ElementDetector", "QUADRATURES", "SUB_OFFSETS"]
 
 
 @dataclass
@@ -116,6 +116,29 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
                            f"{usable.sum()} usable elements have thickness <= 0, min {hh[usable].min():.3g} m)")
     usable &= ~thin
     return ElementGrid(name, (nu, nv), uv, centre, normal, area, hh, usable, edges)
+
+
+def zoomed_grid(source: Source, grid: ElementGrid, active: np.ndarray, shape: tuple[int, int],
+                thickness: float | str | Callable[[np.ndarray, np.ndarray], np.ndarray] = "thickness",
+                pad: int = 1, interpolation: str = "hermite") -> ElementGrid:
+    """A grid of ``shape`` elements over the part of ``grid`` in contact: the parameter box of the
+    ``active`` elements' cells (a mask, e.g. a :class:`CompartmentResult`'s ``active``, or
+    indices), ``pad`` of ``grid``'s elements wider on each side (within ``grid``'s box). A second
+    pass there resolves the pressure with elements as many times smaller as the box is (Bei &
+    Fregly's adaptive grids, in two levels: their peak pressures depend on the grid). ``source``,
+    ``thickness`` and ``interpolation`` as for :func:`element_grid` (``grid``'s)."""
+    nu, nv = grid.shape
+    if nu < 2 or nv < 2:
+        raise ParameterError(f"{grid.name}: zooming needs a grid of at least 2 x 2 elements, not {nu} x {nv}")
+    touching = grid.uv[active]
+    if not len(touching):
+        raise ContactError(f"{grid.name}: no element in contact to zoom on")
+    U, V = grid.uv[:, 0].reshape(nu, nv), grid.uv[:, 1].reshape(nu, nv)
+    step = np.array([U[1, 0] - U[0, 0], V[0, 1] - V[0, 0]])
+    first, last = grid.uv[0] - step / 2, grid.uv[-1] + step / 2  # (the grid's own box)
+    lo = np.maximum(touching.min(axis=0) - (pad + 0.5) * step, first)
+    hi = np.minimum(touching.max(axis=0) + (pad + 0.5) * step, last)
+    return element_grid(source, grid.name, (lo[0], hi[0]), (lo[1], hi[1]), shape, thickness, interpolation)
 
 
 def _footprint(source: Source) -> tuple[_GridField, float] | None:
