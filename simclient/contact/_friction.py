@@ -101,7 +101,7 @@ class Friction:
         total = force.force
         if speed > 0.0 and fn > 0.0:
             total = total - (self.coefficient(speed) * fn / speed) * slip
-        middle = 0.5 * (contact.point_i + contact.point_j)
+        middle = contact.middle
         return ContactForce(total, middle, middle, force.moment, force.elastic_energy, float(total @ velocity))
 
 

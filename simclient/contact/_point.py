@@ -77,6 +77,12 @@ class Contact:
     normal_i = _vector(L.OUT_NI, "The unit outward normal of surface i at ``point_i`` (global).")
 
     @property
+    def middle(self) -> np.ndarray:
+        """The middle of the indentation, halfway between ``point_i`` and ``point_j`` (m, global):
+        where friction acts on both bodies."""
+        return 0.5 * (self._d[L.OUT_PI:L.OUT_PI + 3] + self._d[L.OUT_PJ:L.OUT_PJ + 3])
+
+    @property
     def indentation(self) -> float:
         return float(self._d[L.OUT_DEPTH])
 

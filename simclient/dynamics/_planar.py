@@ -289,7 +289,7 @@ class PlanarSystem:
         cf = c.law.contact_force(k, self.relative_velocity(c, k), c.impact_velocity)
         if c.friction is None:
             return k, cf
-        middle = 0.5 * (k.point_i + k.point_j)
+        middle = k.middle
         slip = self.velocity_at(c.i.body, middle) - self.velocity_at(c.j.body, middle)
         return k, c.friction.apply(cf, k, np.array([slip[0], slip[1], 0.0]))
 

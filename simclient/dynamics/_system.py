@@ -205,7 +205,7 @@ class MultibodySystem:
         cf = c.law.contact_force(k, self.relative_velocity(c, k), c.impact_velocity, state)
         if c.friction is None:
             return k, cf
-        middle = 0.5 * (k.point_i + k.point_j)
+        middle = k.middle
         return k, c.friction.apply(cf, k, self.velocity_at(c.i.body, middle) - self.velocity_at(c.j.body, middle))
 
     def _law_rates(self, dy: np.ndarray) -> None:
