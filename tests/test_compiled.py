@@ -26,8 +26,8 @@ def _ball(tables, method, **params):
 @pytest.mark.parametrize("params", [{}, {"law": "hunt-crossley", "cr": 0.7}, {"law": "double-layer"},
                                     {"law": "penalty-step", "t_end": 0.1}])
 def test_compiled_ball_matches_the_reference_path(sample_tables, params):
-    """The steps of scipy's DOP853 (a step more or less where round-off tips a step-size choice)
-    and the same impacts to the integrator's accuracy: the compiled stages are the Python
+    """The steps of scipy's DOP853 (a step or two more or less where round-off tips a step-size
+    choice: the penalty step's 100 steps are 102 compiled on some processors) and the same impacts to the integrator's accuracy: the compiled stages are the Python
     right-hand side's arithmetic, the laws one compiled function. Where round-off tips a step
     size, the two paths part by the integrator's local error (rtol 1e-10) and agree from then on
     to that error on the motion's scale, not on the scale of each later, smaller bounce (the
@@ -35,7 +35,7 @@ def test_compiled_ball_matches_the_reference_path(sample_tables, params):
     impact's quantities are compared to 1e-8 of their largest value (measured 1e-12 to 1.7e-9)."""
     ref, jit = _ball(sample_tables, "DOP853", **params), _ball(sample_tables, "DOP853-jit", **params)
     assert ref["status"] == jit["status"] == "ok"
-    assert abs(jit["steps"] - ref["steps"]) <= 0.01 * ref["steps"]
+    assert abs(jit["steps"] - ref["steps"]) <= max(2, 0.01 * ref["steps"])
     assert jit["impacts"] == ref["impacts"] >= 1
     for key in ("impact_times_s", "max_indentation_m", "separation_velocities_m_s"):
         scale = np.max(np.abs(ref[key]))
