@@ -27,8 +27,9 @@ def _ball(tables, method, **params):
                                     {"law": "penalty-step", "t_end": 0.1}])
 def test_compiled_ball_matches_the_reference_path(sample_tables, params):
     """The steps of scipy's DOP853 (a step or two more or less where round-off tips a step-size
-    choice: the penalty step's 100 steps are 102 compiled on some processors) and the same impacts to the integrator's accuracy: the compiled stages are the Python
-    right-hand side's arithmetic, the laws one compiled function. Where round-off tips a step
+    choice: the penalty step's 100 steps are 102 compiled on some processors) and the same
+    impacts to the integrator's accuracy: the compiled stages are the Python right-hand side's
+    arithmetic, the laws one compiled function. Where round-off tips a step
     size, the two paths part by the integrator's local error (rtol 1e-10) and agree from then on
     to that error on the motion's scale, not on the scale of each later, smaller bounce (the
     Hunt-Crossley ball's 17th bounce leaves at 1.7 mm/s against the first's 372 mm/s): each
