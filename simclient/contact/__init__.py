@@ -13,7 +13,8 @@
   adds regularized Coulomb friction to a point contact's force (Simbody's Stribeck model).
 - Elastic foundation: an :class:`ElementDetector` finds the elements of grids on a fixed table in
   contact with a moving table (:class:`ElementContact`); :class:`FoundationContact` applies a layer
-  law (:class:`LinearLayer`, :class:`NonlinearLayer`) and returns a :class:`CompartmentResult` each
+  law (:class:`LinearLayer`, :class:`NonlinearLayer`; :class:`ViscoelasticLayer`, a standard linear
+  solid per element, with a state each) and returns a :class:`CompartmentResult` each
   (:func:`zoomed_grid`: a finer grid over the part in contact, for a second pass);
   :func:`power_gap_strain_ratios` is the closed form of its large against small strain.
 - Thin-layer closed forms (Argatov): :func:`compressible_law` and :func:`incompressible_law` give a
@@ -38,6 +39,7 @@ from simclient.contact._foundation import (
     LayerLaw,
     LinearLayer,
     NonlinearLayer,
+    ViscoelasticLayer,
     layer_energy,
     layer_result,
     power_gap_strain_ratios,
@@ -78,8 +80,8 @@ __all__ = ["QUADRATURES", "ContactPair", "AtlasPair", "ChartIndex", "chart_margi
            "ViscoelasticLaw", "DoubleLayer", "PenaltyStep", "step", "law_force", "make_law", "LAWS", "DAMPING",
            "hertz_stiffness", "Material", "MATERIALS", "ElementGrid", "element_grid", "zoomed_grid", "ElementContact",
            "ElementDetector", "FoundationContact", "CompartmentResult", "LayerLaw", "LinearLayer", "NonlinearLayer",
-           "layer_result", "layer_energy", "power_gap_strain_ratios", "solve_contact", "ProfilePair", "CirclePair", "planar_pose",
-           "solve_profile_contact",
+           "ViscoelasticLayer", "layer_result", "layer_energy", "power_gap_strain_ratios", "solve_contact", "ProfilePair",
+           "CirclePair", "planar_pose", "solve_profile_contact",
            "Layer", "winkler_modulus", "incompressible_modulus", "shape_ratio", "force_factor", "EllipticContact",
            "incompressible_contact", "compressible_law", "incompressible_law", "Friction", "friction_coefficient",
            "checked_friction", "FRICTION_PARAMS_SIZE"]

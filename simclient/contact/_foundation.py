@@ -17,19 +17,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any, Protocol
 
 import numpy as np
 from scipy.integrate import quad
 from scipy.optimize import brentq
 
-from simclient.contact._elements import SUB_OFFSETS, ElementContact, ElementDetector, ElementGrid
+from simclient.contact._elements import SUB_OFFSETS, SUB_POINTS, ElementContact, ElementDetector, ElementGrid
 from simclient.contact._friction import Friction, checked_friction, friction_coefficient
-from simclient.errors import ContactError, nonnegative
+from simclient.errors import ContactError, ParameterError, nonnegative
 from simclient.geometry import jit
 from simclient.io import Source
 
-__all__ = ["LayerLaw", "LinearLayer", "NonlinearLayer", "CompartmentResult", "FoundationContact",
+__all__ = ["LayerLaw", "LinearLayer", "NonlinearLayer", "ViscoelasticLayer", "CompartmentResult", "FoundationContact",
            "power_gap_strain_ratios", "layer_result", "layer_energy"]
 
 
@@ -95,6 +96,12 @@ class NonlinearLayer:
         """``E(p)``, Pa."""
         return 1.0 / (0.5 * self.eps0 / self.p0 * (1 + self.n * (np.asarray(p) / self.p0) ** (self.n - 1)))
 
+    @property
+    def aggregate_modulus(self) -> float:
+        """``c E(0)`` (Pa), the small-strain slope of the pressure at zero pressure, ``c = (1 - nu) /
+        ((1 + nu)(1 - 2 nu))``."""
+        return (1 - self.nu) / ((1 + self.nu) * (1 - 2 * self.nu)) * float(self.tangent_modulus(0.0))
+
     def pressure(self, d: np.ndarray, h: np.ndarray) -> np.ndarray:
         c = (1 - self.nu) / ((1 + self.nu) * (1 - 2 * self.nu))
         g = np.ascontiguousarray(c * _strain_measure(d, h, self.large_strain), dtype=float)
@@ -136,6 +143,93 @@ def _nonlinear_pressures(g: np.ndarray, a: float, n: float, p0: float, p: np.nda
         if not done:
             worst = max(worst, abs(f))
     return worst
+
+
+@dataclass(frozen=True)
+class ViscoelasticLayer:
+    """A viscoelastic layer for dynamics: one standard linear solid per element (per sub-point with
+    the quadratic quadrature), Bei & Fregly's "viscoelastic layers, extra states per element", in
+    the quasi-linear form of Argatov's eq. (61) element by element. An element pressed along a
+    history of interpenetration ``d(t)`` carries ``p(t) = int_0^t Psi(t - tau) d p_r(d(tau))/dtau
+    dtau`` with the normalized relaxation function ``Psi(t) = 1 + (1/rho - 1) exp(-t / (rho T))``:
+    ``p_r`` is the ``relaxed`` layer law (:class:`LinearLayer` or :class:`NonlinearLayer` with the
+    relaxed modulus E_inf), ``rho = E_inf / E_0`` in [1e-6, 1] and ``T`` (s) the creep time; a
+    sudden depth gives ``p_r(d) / rho`` at once, relaxing to ``p_r(d)`` at the relaxation time
+    ``rho T``.
+
+    Each element has one state ``z`` (dimensionless): the relaxing arm's share, a strain (the
+    hereditary integral of ``p_r`` under the kernel's decaying part, over the relaxed law's
+    aggregate modulus ``M``). While the element touches the moving surface, ``p = (p_r(d) - (1 -
+    rho) M z) / rho > 0`` and ``z' = (p_r(d) / M - z) / (rho T)``. Where that pressure would pull
+    (the moving surface leaves faster than the layer springs back) or ``d <= 0``, the element is
+    free: ``p = 0``, its surface springs back at the creep time, ``z' = -z / T``, and it touches
+    again when the moving surface reaches it. For the small-strain linear law this is exactly a
+    Zener solid on each element (a spring ``K / h`` in parallel with a spring ``(1/rho - 1) K / h``
+    in series with a dashpot stretched by ``z h``); its stored energy and dissipated power are
+    :meth:`energy` and :meth:`dissipation` (NaN for the other laws, which have no such split).
+
+    Without states (:meth:`pressure`: static analyses, the quasi-static solver) the layer is at
+    rest: the relaxed law."""
+
+    relaxed: LinearLayer | NonlinearLayer
+    rho: float
+    T: float  # s
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.relaxed, (LinearLayer, NonlinearLayer)):
+            raise ParameterError(f"viscoelastic layer: the relaxed law must be a LinearLayer or a NonlinearLayer, "
+                                 f"got {self.relaxed!r}")
+        # (rho below 1e-6: the instantaneous modulus E_inf / rho overflows; cartilage's is some 0.1)
+        if not (isinstance(self.rho, Real) and isinstance(self.T, Real) and 1e-6 <= self.rho <= 1 and 0 < self.T < math.inf):
+            raise ParameterError(f"viscoelastic layer: rho = E_inf / E_0 must be in [1e-6, 1] and the creep time T "
+                                 f"positive and finite (s), got rho = {self.rho!r}, T = {self.T!r}")
+
+    @property
+    def aggregate_modulus(self) -> float:
+        """``M`` (Pa), the relaxed law's: the scale of the states."""
+        return self.relaxed.aggregate_modulus
+
+    def pressure(self, d: np.ndarray, h: np.ndarray) -> np.ndarray:
+        """The layer at rest (Pa): the relaxed law's pressure."""
+        return self.relaxed.pressure(d, h)
+
+    def respond(self, d: np.ndarray, h: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pressure (Pa, 0 where free) and state rate (1/s) of elements at interpenetration ``d``
+        (m) of layers ``h`` (m) thick with states ``z``: arrays of one shape."""
+        # (ravelled: the nonlinear law's per-element solve takes a vector)
+        pr = self.relaxed.pressure(np.ravel(d), np.ravel(h)).reshape(np.shape(d))
+        M = self.aggregate_modulus
+        p = (pr - (1 - self.rho) * M * z) / self.rho
+        touching = (d > 0) & (p > 0)
+        return np.where(touching, p, 0.0), np.where(touching, (pr / M - z) / (self.rho * self.T), -z / self.T)
+
+    def _zener(self, d: np.ndarray, h: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The small-strain Zener solid's compression ``w`` (m: ``d`` where it touches, ``(1 - rho)
+        z h`` where free), the relaxing spring's stretch ``w - z h`` (m) and the state rate; None
+        for the other laws."""
+        if not (isinstance(self.relaxed, LinearLayer) and not self.relaxed.large_strain):
+            return None
+        p, rate = self.respond(d, h, z)
+        w = np.where(p > 0, d, (1 - self.rho) * z * h)
+        return w, w - z * h, rate
+
+    def energy(self, d: np.ndarray, h: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """Energy per unit area (J/m^2) held by elements (as :meth:`respond`): ``K / (2 h) (w^2 +
+        (1/rho - 1) (w - z h)^2)``, both springs of the small-strain Zener solid; NaN for the other laws."""
+        zener = self._zener(d, h, z)
+        if zener is None:
+            return np.full(np.shape(d), np.nan)
+        w, stretch, _ = zener
+        return 0.5 * self.aggregate_modulus / h * (w**2 + (1 / self.rho - 1) * stretch**2)
+
+    def dissipation(self, d: np.ndarray, h: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """Power per unit area (W/m^2, >= 0) the elements' dashpots dissipate (as :meth:`respond`):
+        their force ``(1/rho - 1) K (w - z h) / h`` times their rate ``z' h``; NaN for the other laws."""
+        zener = self._zener(d, h, z)
+        if zener is None:
+            return np.full(np.shape(d), np.nan)
+        _, stretch, rate = zener
+        return (1 / self.rho - 1) * self.aggregate_modulus * stretch * rate
 
 
 @dataclass
@@ -214,21 +308,26 @@ _GAUSS_LEGENDRE = np.polynomial.legendre.leggauss(8)  # nodes on [-1, 1] and wei
 
 
 def layer_result(contact: ElementContact, layer: LayerLaw, velocity: tuple[np.ndarray, np.ndarray] = _STILL,
-                 dissipation: float = 0.0, friction: Friction | None = None) -> CompartmentResult:
+                 dissipation: float = 0.0, friction: Friction | None = None,
+                 pressure: np.ndarray | None = None) -> CompartmentResult:
     """Pressures, force and torque of one compartment's contact under ``layer``. With sub-points
     (the ``quadratic`` quadrature) an element's pressure is the mean over its sub-points, its
     contact area the element's times the share of them in contact, and its force acts at the
     sub-points' centre of pressure. The peak pressure is the largest element's. ``velocity``,
     ``dissipation`` and ``friction``: see :class:`FoundationContact` (they change the force and
-    torque, not the pressures, which are the layer's elastic ones)."""
+    torque, not the pressures, which are the layer's elastic ones). ``pressure`` (Pa): the active
+    elements' (or their sub-points') pressures where the layer has states (:class:`ViscoelasticLayer`),
+    instead of ``layer.pressure`` of their depths; an element or sub-point at 0 is not in contact."""
     g, a = contact.grid, contact.active
     if contact.sub_depth is None:
-        pa = layer.pressure(contact.depth[a], contact.thickness) if len(a) else np.zeros(0)
-        share, at = np.ones(len(a)), g.centre[a]
+        if pressure is None:
+            pressure = layer.pressure(contact.depth[a], contact.thickness) if len(a) else np.zeros(0)
+        pa, share, at = pressure, (pressure > 0).astype(float), g.centre[a]
     else:
         sub = contact.sub_depth
-        ps = layer.pressure(sub.ravel(), np.repeat(contact.thickness, sub.shape[1])).reshape(sub.shape)
-        pa, share = ps.mean(axis=1), (sub > 0).mean(axis=1)
+        ps = pressure if pressure is not None else \
+            layer.pressure(sub.ravel(), np.repeat(contact.thickness, sub.shape[1])).reshape(sub.shape)
+        pa, share = ps.mean(axis=1), (ps > 0).mean(axis=1)
         # (u, v) offsets of each element's centre of pressure, in element spacings, onto its edges
         off = ps @ SUB_OFFSETS / np.maximum(ps.sum(axis=1), 1e-300)[:, None]
         at = g.centre[a] + np.einsum("mi,mij->mj", off, g.edges[a])
@@ -239,6 +338,12 @@ def layer_result(contact: ElementContact, layer: LayerLaw, velocity: tuple[np.nd
     p[a] = pa
     return CompartmentResult(g.name, F, T, p, contact.depth, contact.mask, area, float(pa.max(initial=0.0)),
                              load / area if area > 0 else 0.0, cop)
+
+
+def _sub_thickness(contact: ElementContact) -> np.ndarray:
+    """The layers' thickness (m) at each sub-point of the active elements: their element's."""
+    assert contact.sub_depth is not None
+    return np.broadcast_to(contact.thickness[:, None], contact.sub_depth.shape)
 
 
 def layer_energy(layer: LayerLaw, d: np.ndarray, h: np.ndarray) -> np.ndarray:
@@ -256,7 +361,7 @@ class FoundationContact:
     """Elastic-foundation contact between element grids on a fixed table and a moving table:
     an :class:`ElementDetector` (``grids``, ``moving`` -- one table, or one per compartment -- and
     the keyword ``options`` are its own) and a ``layer`` law (:class:`LinearLayer`,
-    :class:`NonlinearLayer`).
+    :class:`NonlinearLayer`, :class:`ViscoelasticLayer`).
 
     For dynamics (Simbody's elastic foundation, element by element; see
     :class:`simclient.dynamics.FoundationLoad`): ``dissipation`` ``c`` (s/m, >= 0) multiplies each
@@ -264,7 +369,10 @@ class FoundationContact:
     Hunt and Crossley's form: a body bouncing at ``v`` keeps ``1 - c v`` of its speed, to first
     order), never pulling; ``friction`` (:class:`simclient.contact.Friction`) adds at each element
     ``mu(|v_s|)`` times its normal force against its slip. Both need the bodies' relative velocity
-    (``evaluate``'s ``velocity``); without it the result is the static one."""
+    (``evaluate``'s ``velocity``); without it the result is the static one. A
+    :class:`ViscoelasticLayer` has :attr:`n_states` states, one per element (per sub-point with the
+    quadratic quadrature), compartment by compartment in grid order; ``evaluate``'s ``state`` and
+    ``rates`` carry them (without a state the layer is at rest)."""
 
     def __init__(self, grids: list[ElementGrid], moving: Source | Mapping[str, Source], layer: LayerLaw,
                  dissipation: float = 0.0, friction: Friction | None = None, **options: Any) -> None:
@@ -274,6 +382,19 @@ class FoundationContact:
         self.detector = ElementDetector(grids, moving, **options)
         # the last detection and its result per compartment: a copied detection keeps its result
         self._last: dict[str, tuple[ElementContact, CompartmentResult]] = {}
+        # each compartment's states (a viscoelastic layer's), shaped (elements, points per element)
+        per = SUB_POINTS if self.detector.quadrature == "quadratic" else 1
+        self._states: dict[str, tuple[slice, tuple[int, int]]] = {}
+        if isinstance(layer, ViscoelasticLayer):
+            k = 0
+            for g in grids:
+                self._states[g.name] = (slice(k, k + g.n * per), (g.n, per))
+                k += g.n * per
+
+    @property
+    def n_states(self) -> int:
+        """The layer's internal states (a :class:`ViscoelasticLayer`'s; else 0)."""
+        return sum(s.stop - s.start for s, _ in self._states.values())
 
     @property
     def compartments(self) -> dict[str, Any]:
@@ -291,19 +412,23 @@ class FoundationContact:
         return self.detector.elements_evaluated
 
     def evaluate(self, R_fixed: np.ndarray, c_fixed: np.ndarray, R_moving: np.ndarray, c_moving: np.ndarray,
-                 full: bool = False, velocity: tuple[np.ndarray, np.ndarray] | None = None
-                 ) -> dict[str, CompartmentResult]:
+                 full: bool = False, velocity: tuple[np.ndarray, np.ndarray] | None = None,
+                 state: np.ndarray | None = None, rates: np.ndarray | None = None) -> dict[str, CompartmentResult]:
         """Contact for the surface frames' poses (global): per compartment, in the fixed surface frame.
         ``full`` forces a full search (for checks). ``velocity = (V, W)``: the moving body's
         velocity relative to the fixed body's, in the fixed surface frame: ``V`` (m/s) that of its
         material point at the frame's origin, ``W`` (rad/s) its angular velocity; with it the force
-        and torque include the dissipation and the friction."""
+        and torque include the dissipation and the friction. ``state`` (:attr:`n_states`): a
+        viscoelastic layer's states, whose pressures then follow them, their time derivatives
+        (1/s) written into ``rates`` (same length)."""
         dynamic = velocity is not None and (self.dissipation > 0 or self.friction is not None)
         out = {}
         for name, contact in self.detector.detect(R_fixed, c_fixed, R_moving, c_moving, full).items():
-            if dynamic:  # (not kept: the same detection moving otherwise has another result)
-                assert velocity is not None
-                out[name] = layer_result(contact, self.layer, velocity, self.dissipation, self.friction)
+            # (not kept: the same detection moving otherwise, or in another state, has another result)
+            pressure = self._respond(name, contact, state, rates) if state is not None and self._states else None
+            if dynamic or pressure is not None:
+                out[name] = layer_result(contact, self.layer, velocity if dynamic else _STILL,  # type: ignore[arg-type]
+                                         self.dissipation, self.friction, pressure)
                 continue
             last = self._last.get(name)
             if last is None or last[0] is not contact:
@@ -311,17 +436,55 @@ class FoundationContact:
             out[name] = last[1]
         return out
 
+    def _states_of(self, name: str, contact: ElementContact, state: np.ndarray
+                   ) -> tuple[slice, np.ndarray, np.ndarray, np.ndarray]:
+        """A compartment's states: their slice, all of them (elements, points per element), and
+        the active elements' depths and thicknesses (m) in the states' shape."""
+        sl, shape = self._states[name]
+        z = np.asarray(state[sl]).reshape(shape)
+        if contact.sub_depth is None:
+            return sl, z, contact.depth[contact.active][:, None], contact.thickness[:, None]
+        return sl, z, contact.sub_depth, _sub_thickness(contact)
+
+    def _respond(self, name: str, contact: ElementContact, state: np.ndarray, rates: np.ndarray | None) -> np.ndarray:
+        """A viscoelastic layer's pressures (Pa) at the active elements (sub-points), writing every
+        element's state rate into ``rates``."""
+        layer = self.layer
+        assert isinstance(layer, ViscoelasticLayer)
+        sl, z, d, h = self._states_of(name, contact, state)
+        p, dz_active = layer.respond(d, h, z[contact.active])
+        if rates is not None:
+            dz = -z / layer.T  # free elements spring back
+            dz[contact.active] = dz_active
+            rates[sl] = dz.ravel()
+        return p if contact.sub_depth is not None else p[:, 0]
+
     def elastic_energy(self, R_fixed: np.ndarray, c_fixed: np.ndarray, R_moving: np.ndarray,
-                       c_moving: np.ndarray) -> float:
+                       c_moving: np.ndarray, state: np.ndarray | None = None) -> float:
         """The layers' elastic energy (J) at the surface frames' poses (global): per element its
-        area times :func:`layer_energy` (with sub-points, their mean)."""
+        area times :func:`layer_energy` (with sub-points, their mean); a viscoelastic layer with
+        its ``state``: :meth:`ViscoelasticLayer.energy`, the elements out of contact included (a
+        layer on the fixed body only: with a moving layer too, NaN)."""
         self.evaluate(R_fixed, c_fixed, R_moving, c_moving)
         total = 0.0
-        for contact, _ in self._last.values():
+        for name, (contact, _) in self._last.items():
             a, area = contact.active, contact.grid.area[contact.active]
-            if contact.sub_depth is None:
+            if state is not None and self._states:
+                total += self._viscoelastic_energy(name, contact, state)
+            elif contact.sub_depth is None:
                 total += float(area @ layer_energy(self.layer, contact.depth[a], contact.thickness))
             else:
-                h = np.broadcast_to(contact.thickness[:, None], contact.sub_depth.shape)
-                total += float(area @ layer_energy(self.layer, contact.sub_depth, h).mean(axis=1))
+                total += float(area @ layer_energy(self.layer, contact.sub_depth, _sub_thickness(contact)).mean(axis=1))
         return total
+
+    def _viscoelastic_energy(self, name: str, contact: ElementContact, state: np.ndarray) -> float:
+        layer, k = self.layer, self.compartments[name]
+        assert isinstance(layer, ViscoelasticLayer)
+        if k.moving_h is not None:  # (a free element's energy needs its thickness, which the moving layer's is unknown for)
+            return math.nan
+        _, z, d, h = self._states_of(name, contact, state)
+        g = contact.grid
+        depth = np.zeros(z.shape)
+        depth[contact.active] = d
+        thickness = np.broadcast_to(np.where(g.usable, g.thickness, 1.0)[:, None], z.shape)
+        return float(g.area[g.usable] @ layer.energy(depth, thickness, z)[g.usable].mean(axis=1))

@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from simclient.errors import ParameterError
 from simclient.geometry import jit, surface_pose
 
 __all__ = ["Load", "LigamentLaw", "QuadraticLaw", "BlankevoortLaw", "LinearSpring", "Ligament", "spring_damper",
-           "pulse", "PointLoad", "spring_force", "spring_energy", "FoundationLoad"]
+           "pulse", "PointLoad", "spring_force", "spring_energy", "FoundationLoad", "StatePoses"]
 
 # the compiled spring laws (:func:`spring_force`): a kind and three parameters
 _QUADRATIC, _BLANKEVOORT, _LINEAR = 1, 2, 3
@@ -85,9 +85,21 @@ class Load(Protocol):
     an item may carry a fourth entry, a moment (N m, global) on the body besides the force's
     (:class:`FoundationLoad`'s torques; spatial systems only). A load that stores energy says how
     much by a method ``elastic_energy(system) -> J``, which the systems' ``energy`` counts
-    (:class:`Ligament`, :class:`FoundationLoad`); other loads do work from outside."""
+    (:class:`Ligament`, :class:`FoundationLoad`); other loads do work from outside. A load with
+    internal states says how many by ``n_states`` (:class:`FoundationLoad` on a viscoelastic layer;
+    spatial systems only, see :class:`StatePoses`)."""
 
     def __call__(self, t: float, system: Poses) -> Sequence[LoadItem]: ...
+
+
+class StatePoses(Poses, Protocol):
+    """A spatial system as a stateful load sees it: the poses, and the load's internal states at
+    the current state (None in a quasi-static analysis: the load is at rest) and where it writes
+    their time derivatives (:class:`simclient.dynamics.MultibodySystem`)."""
+
+    def load_state(self, load: Load) -> np.ndarray | None: ...
+
+    def load_rates(self, load: Load) -> np.ndarray: ...
 
 
 class LigamentLaw(Protocol):
@@ -264,7 +276,12 @@ class FoundationLoad:
     force and torque, the fixed body the opposite. The forces depend on the poses continuously
     (an element's pressure rises from zero as it starts to penetrate), so it needs no contact
     events: the integrator's step control meets the contact. ``last`` holds the last evaluation's
-    :class:`simclient.contact.CompartmentResult` per compartment (in the fixed surface frame)."""
+    :class:`simclient.contact.CompartmentResult` per compartment (in the fixed surface frame).
+
+    On a :class:`simclient.contact.ViscoelasticLayer` the load has ``n_states`` internal states,
+    one per element (per sub-point with the quadratic quadrature): the system integrates them
+    with the bodies. The state vector grows by that many (and the integrator's dense output with
+    it: a 40 x 40 grid adds 1600 states; the quadratic quadrature nine times as many)."""
 
     def __init__(self, contact: FoundationContact, fixed: Body, moving: Body, *,
                  fixed_offset: np.ndarray | None = None, fixed_rotation: np.ndarray | None = None,
@@ -281,6 +298,11 @@ class FoundationLoad:
                            id(moving): _placement(moving_offset, moving_rotation)}
         self.last: dict[str, CompartmentResult] = {}
 
+    @property
+    def n_states(self) -> int:
+        """Internal states (a viscoelastic layer's, :attr:`FoundationContact.n_states`; else 0)."""
+        return self.contact.n_states
+
     def surface_poses(self, system: Poses) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(R_fixed, c_fixed, R_moving, c_moving)``: the two table frames' global poses (m)."""
         return (*self._pose(system, self.fixed), *self._pose(system, self.moving))
@@ -296,7 +318,8 @@ class FoundationLoad:
         # origin, and the relative angular velocity: global, then in the fixed frame
         W = system.pose(self.moving)[3] - system.pose(self.fixed)[3]
         V = system.velocity_at(self.moving, cf) - system.velocity_at(self.fixed, cf)
-        self.last = self.contact.evaluate(Rf, cf, Rm, cm, velocity=(Rf.T @ V, Rf.T @ W))
+        state, rates = _states(self, system) if self.n_states else (None, None)
+        self.last = self.contact.evaluate(Rf, cf, Rm, cm, velocity=(Rf.T @ V, Rf.T @ W), state=state, rates=rates)
         F = Rf @ sum((r.force for r in self.last.values()), np.zeros(3))
         T = Rf @ sum((r.torque for r in self.last.values()), np.zeros(3))  # about the fixed frame's origin cf
         if not (F.any() or T.any()):
@@ -304,8 +327,17 @@ class FoundationLoad:
         return [(self.moving, cf, F, T), (self.fixed, cf, -F, -T)]
 
     def elastic_energy(self, system: Poses) -> float:
-        """The layers' elastic energy (J) at the system's state (:meth:`FoundationContact.elastic_energy`)."""
-        return self.contact.elastic_energy(*self.surface_poses(system))
+        """The layers' elastic energy (J) at the system's state (:meth:`FoundationContact.elastic_energy`,
+        with the viscoelastic layer's states)."""
+        state = _states(self, system)[0] if self.n_states else None
+        return self.contact.elastic_energy(*self.surface_poses(system), state=state)
+
+
+def _states(load: Load, system: Poses) -> tuple[np.ndarray | None, np.ndarray]:
+    """A stateful load's state and where its rates go in ``system`` (a :class:`StatePoses`: only
+    spatial systems, the ones whose bodies a :class:`FoundationLoad` takes, have load states)."""
+    spatial = cast(StatePoses, system)
+    return spatial.load_state(load), spatial.load_rates(load)
 
 
 def _placement(offset: np.ndarray | None, rotation: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:

@@ -65,6 +65,9 @@ class MultibodySystem:
     """Bodies, contacts, gravity (m/s^2, global) and external loads.
 
     ``loads`` are callables ``load(t, system) -> list of (body, point_global, force_global)``.
+    A load with ``n_states > 0`` (a :class:`FoundationLoad` on a viscoelastic layer) has internal
+    states in the state vector, after the contact laws': it reads them by :meth:`load_state` and
+    writes their rates into :meth:`load_rates` when called.
     """
 
     def __init__(self, bodies: Sequence[Body], contacts: Sequence[ContactModel] = (),
@@ -96,14 +99,23 @@ class MultibodySystem:
         self._Jinv = np.array([np.linalg.inv(b.inertia) for b in self.free]).reshape(-1, 3, 3)
         self._F, self._N = np.zeros((nb, 3)), np.zeros((nb, 3))
         self._surface_poses: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        # the internal states of stateful contact laws follow the bodies' 13 states each
+        # the internal states of stateful contact laws, then of stateful loads (a viscoelastic
+        # layer's), follow the bodies' 13 states each
         self._law_states: dict[int, slice] = {}
+        self._load_states: dict[int, slice] = {}
         k = 13 * len(self.free)
         for c in self.contacts:
             if c.law.n_states:
                 self._law_states[id(c)] = slice(k, k + c.law.n_states)
                 k += c.law.n_states
+        for load in self.loads:
+            n = getattr(load, "n_states", 0)
+            if n:
+                self._load_states[id(load)] = slice(k, k + n)
+                k += n
         self._y: np.ndarray = np.zeros(k)
+        self._load_dy = np.zeros(k)  # the stateful loads' rates, written by the loads at each evaluation
+        self._at_rest = False  # in a quasi-static analysis: stateful loads take their state at rest
         self._contact_rates: dict[int, np.ndarray] = {}  # the stateful laws' rates found by applied()
         self._volumes: dict[int, np.ndarray | None] = {}  # each contact's bounding volumes (broad_gap)
 
@@ -111,11 +123,10 @@ class MultibodySystem:
 
     def initial_state(self) -> np.ndarray:
         """13 states per free body (position, Euler parameters, velocity, angular velocity), then
-        the contact laws' internal states (zero: no history)."""
+        the contact laws' internal states, then the loads' (zero: no history)."""
         bodies = [np.concatenate([b.position, b.euler / np.linalg.norm(b.euler), b.velocity, b.omega])
                   for b in self.free]
-        return np.concatenate([*bodies, np.zeros(sum(c.law.n_states for c in self.contacts))]) \
-            if bodies or self._law_states else np.zeros(0)
+        return np.concatenate([*bodies, np.zeros(len(self._y) - 13 * len(self.free))]) if len(self._y) else np.zeros(0)
 
     def normalize(self, y: np.ndarray, t: float | None = None) -> np.ndarray:
         """Project Euler parameters back onto ``p . p = 1`` (drift control at every restart)."""
@@ -130,6 +141,26 @@ class MultibodySystem:
         _poses(y, self._free_idx, self._r, self._A, self._v, self._w)
         self._surface_poses.clear()
         self._y = y
+        self._at_rest = False
+
+    @property
+    def state_groups(self) -> list[slice]:
+        """The stateful loads' states, one slice each: :func:`simclient.dynamics.simulate`'s error
+        norm counts each as one component (its largest error), so that many element states do not
+        dilute the bodies' errors."""
+        return list(self._load_states.values())
+
+    def load_state(self, load: Load) -> np.ndarray | None:
+        """A stateful load's internal states at the last state set (a view), or None in a
+        quasi-static analysis (:meth:`applied` with ``every_contact``), where the load is at rest."""
+        sl = self._load_states.get(id(load))
+        if sl is None:
+            raise ParameterError(f"load {load!r} has no states in this system")
+        return None if self._at_rest else self._y[sl]
+
+    def load_rates(self, load: Load) -> np.ndarray:
+        """Where a stateful load writes its states' time derivatives at each evaluation (a view)."""
+        return self._load_dy[self._load_states[id(load)]]
 
     def pose(self, body: Body) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(r, A, r', omega_global)`` of a body at the last state set."""
@@ -250,6 +281,8 @@ class MultibodySystem:
         _rates(y, self._free_idx, self._mass, self._J, self._Jinv, self.gravity, self._A, F, N, dy)
         if self._law_states:
             self._law_rates(dy)
+        for sl in self._load_states.values():
+            dy[sl] = self._load_dy[sl]
         if self.constraints:
             self._constrain(t, y, dy)
         return dy
@@ -262,6 +295,7 @@ class MultibodySystem:
         F[:] = 0.0
         N[:] = 0.0
         self._contact_rates.clear()
+        self._at_rest = every_contact
         for c in self.contacts:
             if not (c.active or every_contact):
                 continue

@@ -78,6 +78,7 @@ from simclient.contact import (
     LinearLayer,
     ProfilePair,
     ViscoelasticLaw,
+    ViscoelasticLayer,
     compressible_law,
     element_grid,
     incompressible_contact,
@@ -180,15 +181,45 @@ def pressed(tables: Root, indenter: str, layer: LayerLaw, depth: float, thicknes
             quadrature: str = "centre") -> CompartmentResult:
     """:func:`press`'s whole result (force, pressures, area), the indenter's window its whole table;
     ``shift`` (m) moves the element grid in the layer's plane."""
+    contact, lowest = indenter_contact(tables, indenter, layer, thickness, n, half_width, shift, quadrature)
+    return contact.evaluate(_I3, np.zeros(3), _I3, np.array([0.0, 0.0, -lowest - depth]))["layer"]
+
+
+_I3 = np.eye(3)
+
+
+def indenter_contact(tables: Root, indenter: str, layer: LayerLaw, thickness: float, n: int = 80,
+                     half_width: float = 0.004, shift: tuple[float, float] = (0.0, 0.0),
+                     quadrature: str = "centre") -> tuple[FoundationContact, float]:
+    """The contact of :func:`pressed` (its arguments) and the z (m) of the indenter's lowest point
+    in its table frame: the indenter's frame at ``(0, 0, -lowest - depth)`` pushes it ``depth`` in."""
     fixed, moving = open_surface(locate("ef_layer", tables=tables)), open_surface(locate(indenter, tables=tables))
     (x, y), w = shift, half_width
     grid = element_grid(fixed, "layer", (x - w, x + w), (y - w, y + w), (n, n), thickness)
     hm = moving.header
-    lowest = moving.read_block(0, hm.n_rec_u, 0, hm.n_rec_v)[..., 4].min()
+    lowest = float(moving.read_block(0, hm.n_rec_u, 0, hm.n_rec_v)[..., 4].min())
     contact = FoundationContact([grid], moving, layer, extent=(hm.n_rec_u, hm.n_rec_v),  # (the whole indenter)
                                 quadrature=quadrature)
-    I = np.eye(3)
-    return contact.evaluate(I, np.zeros(3), I, np.array([0.0, 0.0, -lowest - depth]))["layer"]
+    return contact, lowest
+
+
+def press_history(contact: FoundationContact, lowest: float, depth: Callable[[float], float],
+                  times: np.ndarray) -> list[CompartmentResult]:
+    """The results at ``times`` (s, from 0, increasing) of an :func:`indenter_contact` on a
+    viscoelastic layer pushed ``depth(t)`` (m) in from rest: the layer's states integrated from
+    zero through the contact's rates (RK45, rtol 1e-7, atol 1e-11 on states of the order of the
+    strain)."""
+    def pose(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return _I3, np.zeros(3), _I3, np.array([0.0, 0.0, -lowest - depth(t)])
+
+    def rates(t: float, z: np.ndarray) -> np.ndarray:
+        dz = np.empty_like(z)
+        contact.evaluate(*pose(t), state=z, rates=dz)
+        return dz
+    sol = solve_ivp(rates, (0.0, float(times[-1])), np.zeros(contact.n_states), t_eval=times, rtol=1e-7, atol=1e-11)
+    if sol.status != 0:
+        raise SimulationError(f"viscoelastic press: {sol.message}")
+    return [contact.evaluate(*pose(t), state=z)["layer"] for t, z in zip(times, sol.y.T)]
 
 
 def _ef_sphere_linear(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
@@ -258,18 +289,19 @@ EF_K = math.pi * EF_LAW.aggregate_modulus * EF_R / EF_H
 
 
 def ball_on_layer(tables: Root, position: Sequence[float], velocity: Sequence[float], gravity: float = 0.0,
-                  **contact: Any) -> tuple[MultibodySystem, FoundationLoad, float]:
+                  layer: LayerLaw = EF_LAW, quadrature: str = "quadratic", **contact: Any
+                  ) -> tuple[MultibodySystem, FoundationLoad, float]:
     """The ``ef_sphere`` table as a ball (mass EF_MASS, a uniform ball's inertia) at ``position``
     (m, relative to touching the ``ef_layer`` table's plane z = 0 with its lowest point at the
-    origin) moving at ``velocity`` (m/s), on a layer (EF_LAW, EF_H) under ``gravity`` (m/s^2, along
-    -z): 40 x 40 elements over +-3 mm, the quadratic quadrature, tracking within 10 um of the
-    surface; ``contact`` goes to :class:`FoundationContact` (``dissipation``, ``friction``). The
-    system, its load and the z of the ball's lowest point in its table frame (m)."""
-    layer, sphere = open_surface(locate("ef_layer", tables=tables)), open_surface(locate("ef_sphere", tables=tables))
+    origin) moving at ``velocity`` (m/s), on a ``layer`` (EF_LAW by default; EF_H thick) under
+    ``gravity`` (m/s^2, along -z): 40 x 40 elements over +-3 mm, the ``quadrature``, tracking
+    within 10 um of the surface; ``contact`` goes to :class:`FoundationContact` (``dissipation``,
+    ``friction``). The system, its load and the z of the ball's lowest point in its table frame (m)."""
+    plane, sphere = open_surface(locate("ef_layer", tables=tables)), open_surface(locate("ef_sphere", tables=tables))
     hs = sphere.header
     lowest = float(sphere.read_block(0, hs.n_rec_u, 0, hs.n_rec_v)[..., 4].min())
-    grid = element_grid(layer, "layer", (-0.003, 0.003), (-0.003, 0.003), (40, 40), EF_H)
-    fc = FoundationContact([grid], sphere, EF_LAW, extent=(hs.n_rec_u, hs.n_rec_v), quadrature="quadratic",
+    grid = element_grid(plane, "layer", (-0.003, 0.003), (-0.003, 0.003), (40, 40), EF_H)
+    fc = FoundationContact([grid], sphere, layer, extent=(hs.n_rec_u, hs.n_rec_v), quadrature=quadrature,
                            margin=1e-5, **contact)
     ball = Body("ball", mass=EF_MASS, inertia=np.eye(3) * 0.4 * EF_MASS * EF_R**2,
                 position=np.asarray(position, float) - [0.0, 0.0, lowest], velocity=np.asarray(velocity, float))
@@ -278,14 +310,14 @@ def ball_on_layer(tables: Root, position: Sequence[float], velocity: Sequence[fl
     return MultibodySystem([ball, ground], [], gravity=(0.0, 0.0, -gravity), loads=[load]), load, lowest
 
 
-def foundation_drop(tables: Root, v0: float, dissipation: float = 0.0
+def foundation_drop(tables: Root, v0: float, **contact: Any
                     ) -> tuple[SimulationResult, MultibodySystem, FoundationLoad, float, float, float]:
-    """:func:`ball_on_layer` dropped from 10 um above the layer at ``v0`` (m/s) without gravity,
-    until it has left again (DOP853, rtol 1e-8): the result, the system, the load, the z of the
-    ball's lowest point in its frame (m), and the times (s) it touches and leaves the layer (the
-    dense output's roots)."""
+    """:func:`ball_on_layer` (``contact`` its keywords) dropped from 10 um above the layer at ``v0``
+    (m/s) without gravity, until it has left again (DOP853, rtol 1e-8; four times the linear
+    layer's contact time): the result, the system, the load, the z of the ball's lowest point in
+    its frame (m), and the times (s) it touches and leaves the layer (the dense output's roots)."""
     dmax = (1.5 * EF_MASS * v0**2 / EF_K) ** (1 / 3)
-    system, load, lowest = ball_on_layer(tables, (0, 0, 1e-5), (0, 0, -v0), dissipation=dissipation)
+    system, load, lowest = ball_on_layer(tables, (0, 0, 1e-5), (0, 0, -v0), **contact)
     res = simulate(system, 2e-5 / v0 + 4 * dmax / v0, method="DOP853", rtol=1e-8, atol=1e-12)
     if res.status != 0:
         raise SimulationError(f"elastic-foundation drop: {res.message}")
@@ -543,6 +575,21 @@ def _argatov_viscoelastic(tables: Root, cache: dict[str, Any]) -> dict[str, Any]
                  "of the peak force")
 
 
+def _ef_viscoelastic(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
+    """Argatov's eq. (31) (the compressible law's hereditary integral, rho = 0.5, T = 1 ms) for the
+    paraboloid (R1 = 20 mm, R2 = 50 mm) pushed 50 um into Blankevoort's cartilage (E = 5 MPa, nu =
+    0.45, h = 4 mm) in 1 ms, against a :class:`ViscoelasticLayer` on 50 x 50 elements (its states
+    integrated along the ramp): the force at the ramp's end."""
+    E, nu, h, R1, R2, rho, T, rate, t1 = 5e6, 0.45, 0.004, 0.02, 0.05, 0.5, 1e-3, 0.05, 1e-3
+    contact, lowest = indenter_contact(tables, "ef_paraboloid", ViscoelasticLayer(LinearLayer(E, nu), rho, T), h, n=50,
+                                       half_width=0.0025)
+    times = np.linspace(0.0, t1, 11)[1:]
+    grid = press_history(contact, lowest, lambda t: rate * t, times)[-1]
+    law = ViscoelasticLaw.from_elastic(compressible_law(R1, R2, Layer(h, E, nu)), rho, T)
+    hereditary = viscoelastic_history(law, times, rate, 2 * t1)[1]  # (turning after the last time)
+    return _case("ef-viscoelastic", float(grid.force[2]), float(hereditary[-1]), 0.02, True, "N")
+
+
 def _blankevoort_winkler(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
     """Eq. 15 with Blankevoort's E = 5 MPa, nu = 0.45, h = 4 mm: the reference's 4.741 N/mm^3."""
     return _case("blankevoort-winkler", winkler_modulus(Layer(0.004, 5e6, 0.45)) / 1e9, 4.741, 1e-4, True, "N/mm^3")
@@ -575,6 +622,7 @@ CASES: dict[str, Case] = {
     **{f"argatov-incompressible-{row}": Case(_argatov_incompressible(row)) for row in ARGATOV_INCOMPRESSIBLE},
     "argatov-compressible": Case(_argatov_compressible, ("ef_layer", "ef_paraboloid")),
     "argatov-viscoelastic": Case(_argatov_viscoelastic), "blankevoort-winkler": Case(_blankevoort_winkler),
+    "ef-viscoelastic": Case(_ef_viscoelastic, ("ef_layer", "ef_paraboloid")),
     "graze-onset": Case(_graze, ("ball_333",)),
     "terrain-onset": Case(_terrain, ("ball_333", "wavy_strip")),
     "atlas-rolling": Case(_atlas_rolling, ("ball_rolling_x", "ball_rolling", "ground")),
