@@ -153,6 +153,9 @@ def test_bad_input_is_a_clear_error(sample_tables, args, status, message):
     (["run", "blankevoort", "--flexion-step-deg", "1e-300"], 1, "makes more than 10000 steps to 100 deg"),
     (["run", "prosthetic-knee", "--stance-duration", "1e-300"], 1, "stance_duration must lie in [0.01, 100] s"),
     (["run", "prosthetic-knee", "--project-every", "1e-300"], 1, "project_every must be at least a 10^-9th of the run"),
+    (["run", "layer-drop", "--rho", "0"], 1, "layer-drop: rho must lie in [1e-6, 1], got 0.0"),
+    (["run", "layer-drop", "--rho", "0.5", "--method", "Radau"], 1, "needs an explicit Runge-Kutta method"),
+    (["run", "layer-drop", "--ball", "ef_paraboloid"], 1, "layer-drop: the ball's table 'ef_paraboloid' is not a sphere"),
 ])
 def test_bad_settings_are_a_clear_error(sample_tables, args, status, message):
     """Integration tolerances, element grids and worker counts out of range (each once ran: a

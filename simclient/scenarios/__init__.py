@@ -25,7 +25,8 @@ from simclient.scenarios._tables import (ensure_sample_tables, ensure_table, mis
                                          table_exists)
 
 #: the scenario modules (each registers its scenarios when imported)
-_MODULES = ("bouncing_ball", "knee3d", "knee2d", "prosthetic_knee", "artificial_knee", "blankevoort", "natural_knee")
+_MODULES = ("bouncing_ball", "knee3d", "knee2d", "prosthetic_knee", "artificial_knee", "blankevoort", "natural_knee",
+            "layer_drop")
 for _name in _MODULES:
     _importlib.import_module(f"simclient.scenarios.{_name}")
 

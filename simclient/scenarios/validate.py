@@ -105,6 +105,7 @@ from simclient.scenarios._base import Summary, locate
 from simclient.scenarios._base import Tables
 from simclient.scenarios.bouncing_ball import G, BallParams, bouncing_ball, hertz_drop
 from simclient.scenarios.knee2d import GEOMETRIES, MATERIAL_CASES, Knee2DParams, knee2d, table_names
+from simclient.scenarios.layer_drop import drop_system
 
 __all__ = ["CASES", "Case", "case_tables", "run_cases"]
 
@@ -291,23 +292,15 @@ EF_K = math.pi * EF_LAW.aggregate_modulus * EF_R / EF_H
 def ball_on_layer(tables: Root, position: Sequence[float], velocity: Sequence[float], gravity: float = 0.0,
                   layer: LayerLaw = EF_LAW, quadrature: str = "quadratic", **contact: Any
                   ) -> tuple[MultibodySystem, FoundationLoad, float]:
-    """The ``ef_sphere`` table as a ball (mass EF_MASS, a uniform ball's inertia) at ``position``
-    (m, relative to touching the ``ef_layer`` table's plane z = 0 with its lowest point at the
-    origin) moving at ``velocity`` (m/s), on a ``layer`` (EF_LAW by default; EF_H thick) under
-    ``gravity`` (m/s^2, along -z): 40 x 40 elements over +-3 mm, the ``quadrature``, tracking
-    within 10 um of the surface; ``contact`` goes to :class:`FoundationContact` (``dissipation``,
-    ``friction``). The system, its load and the z of the ball's lowest point in its table frame (m)."""
-    plane, sphere = open_surface(locate("ef_layer", tables=tables)), open_surface(locate("ef_sphere", tables=tables))
-    hs = sphere.header
-    lowest = float(sphere.read_block(0, hs.n_rec_u, 0, hs.n_rec_v)[..., 4].min())
-    grid = element_grid(plane, "layer", (-0.003, 0.003), (-0.003, 0.003), (40, 40), EF_H)
-    fc = FoundationContact([grid], sphere, layer, extent=(hs.n_rec_u, hs.n_rec_v), quadrature=quadrature,
-                           margin=1e-5, **contact)
-    ball = Body("ball", mass=EF_MASS, inertia=np.eye(3) * 0.4 * EF_MASS * EF_R**2,
-                position=np.asarray(position, float) - [0.0, 0.0, lowest], velocity=np.asarray(velocity, float))
-    ground = Body("ground", fixed=True)
-    load = FoundationLoad(fc, ground, ball)
-    return MultibodySystem([ball, ground], [], gravity=(0.0, 0.0, -gravity), loads=[load]), load, lowest
+    """The ``ef_sphere`` table as a ball (mass EF_MASS) at ``position`` (m, relative to touching the
+    ``ef_layer`` table's plane z = 0 with its lowest point at the origin) moving at ``velocity``
+    (m/s), on a ``layer`` (EF_LAW by default; EF_H thick) under ``gravity`` (m/s^2, along -z): 40 x
+    40 elements over +-3 mm, the ``quadrature``; ``contact`` goes to :class:`FoundationContact`
+    (``dissipation``, ``friction``). See :func:`simclient.scenarios.layer_drop.drop_system`, which
+    returns the system, its load and the z of the ball's lowest point in its table frame (m)."""
+    return drop_system(open_surface(locate("ef_sphere", tables=tables)), open_surface(locate("ef_layer", tables=tables)),
+                       layer, position, velocity, mass=EF_MASS, radius=EF_R, thickness=EF_H, quadrature=quadrature,
+                       gravity=gravity, **contact)
 
 
 def foundation_drop(tables: Root, v0: float, **contact: Any
