@@ -44,3 +44,10 @@ def test_a_viscoelastic_drop_lies_between_its_elastic_layers_and_is_plotted(samp
     assert 0 <= held < 0.02 * s["energy_in_J"]
     history = np.load(tmp_path / "layer_drop.npz")
     assert history["force_N"].max() == pytest.approx(s["peak_force_N"]) and (tmp_path / "layer_drop.png").stat().st_size
+
+
+def test_a_contact_beyond_the_grid_is_a_failed_run(sample_tables):
+    """At 3 m/s the contact outgrows a +-1 mm grid: the force of the elements beyond it is missing,
+    so the run is reported failed, saying so, not as a result."""
+    s = _drop(sample_tables, v0=3.0, half_width=0.001)
+    assert not s.ok and "reached the element grid's edge" in s["message"]
