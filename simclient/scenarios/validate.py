@@ -170,6 +170,9 @@ def _atlas_rolling(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:
                  1e-3, True, "m/s")
 
 
+_I3 = np.eye(3)
+
+
 def press(tables: Root, indenter: str, layer: LayerLaw, depth: float, thickness: float, n: int = 80,
           half_width: float = 0.004) -> float:
     """Normal force (N) of the ``indenter`` table pushed ``depth`` (m) into the ``ef_layer`` table
@@ -184,9 +187,6 @@ def pressed(tables: Root, indenter: str, layer: LayerLaw, depth: float, thicknes
     ``shift`` (m) moves the element grid in the layer's plane."""
     contact, lowest = indenter_contact(tables, indenter, layer, thickness, n, half_width, shift, quadrature)
     return contact.evaluate(_I3, np.zeros(3), _I3, np.array([0.0, 0.0, -lowest - depth]))["layer"]
-
-
-_I3 = np.eye(3)
 
 
 def indenter_contact(tables: Root, indenter: str, layer: LayerLaw, thickness: float, n: int = 80,
