@@ -14,6 +14,7 @@ import pytest
 from scipy.special import beta
 
 from simclient.contact import LinearLayer, NonlinearLayer, ViscoelasticLayer
+from simclient.contact._elements import SUB_POINTS
 from simclient.dynamics import simulate
 from simclient.errors import ParameterError
 from simclient.scenarios.validate import (EF_H, EF_K, EF_LAW, EF_MASS, ball_on_layer, foundation_drop, indenter_contact,
@@ -74,6 +75,34 @@ def test_the_static_solver_rests_on_the_relaxed_layer(sample_tables):
     result = problem.solve(0.0)
     assert result.converged, result.message
     assert -(result.q[2] + lowest) == pytest.approx(math.sqrt(M * g / K_F), rel=5e-3)
+
+
+@pytest.mark.parametrize("quadrature", ["centre", "quadratic"])
+def test_the_states_are_the_elements_and_their_sub_points(sample_tables, quadrature):
+    """One state per element (per sub-point with the quadratic quadrature), in grid order: with
+    every state zero (no history) the layer is the elastic layer at E / rho, and with every state at
+    its equilibrium ``p_r(d) / M`` it is the relaxed layer, force, torque and area alike (to
+    round-off); a static evaluation is the relaxed layer."""
+    rho, depth = 0.25, 4e-5
+    pose = (np.eye(3), np.zeros(3), np.eye(3))
+    visco, lowest = indenter_contact(sample_tables, "ef_sphere", ViscoelasticLayer(LAW, rho, 1e-3), H, n=12,
+                                     half_width=0.0015, quadrature=quadrature)
+    c = np.array([0.0, 0.0, -lowest - depth])
+    results = {}
+    for name, layer in (("instantaneous", LinearLayer(LAW.E / rho, LAW.nu)), ("relaxed", LAW)):
+        contact = indenter_contact(sample_tables, "ef_sphere", layer, H, n=12, half_width=0.0015, quadrature=quadrature)[0]
+        results[name] = contact.evaluate(*pose, c)["layer"]
+    per = SUB_POINTS if quadrature == "quadratic" else 1
+    assert visco.n_states == 12 * 12 * per
+    found = visco.detector.detect(*pose, c)["layer"]
+    d = found.sub_depth if quadrature == "quadratic" else found.depth[found.active][:, None]
+    z = np.zeros((144, per))
+    z[found.active] = np.maximum(d, 0.0) / H  # p_r(d) / M for the small-strain linear law
+    for name, state in (("instantaneous", np.zeros(visco.n_states)), ("relaxed", z.ravel()), ("relaxed", None)):
+        r, expected = visco.evaluate(*pose, c, state=state)["layer"], results[name]
+        np.testing.assert_allclose(r.force, expected.force, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(r.torque, expected.torque, rtol=1e-12, atol=1e-15)
+        assert r.area == pytest.approx(expected.area, rel=1e-12)
 
 
 def test_only_the_small_strain_law_has_a_zener_energy():

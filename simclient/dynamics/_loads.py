@@ -281,7 +281,7 @@ class FoundationLoad:
     On a :class:`simclient.contact.ViscoelasticLayer` the load has ``n_states`` internal states,
     one per element (per sub-point with the quadratic quadrature): the system integrates them
     with the bodies. The state vector grows by that many (and the integrator's dense output with
-    it: a 40 x 40 grid adds 1600 states; the quadratic quadrature nine times as many)."""
+    it: a 40 x 40 grid adds 1600 states; the quadratic quadrature 16 times as many)."""
 
     def __init__(self, contact: FoundationContact, fixed: Body, moving: Body, *,
                  fixed_offset: np.ndarray | None = None, fixed_rotation: np.ndarray | None = None,

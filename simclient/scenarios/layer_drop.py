@@ -60,7 +60,7 @@ class LayerDropParams:
     grid: tuple[int, int] = extent_param((41, 41), "elements over the layer's square (odd: one centred under the "
                                          "ball, which the centre rule meets at once)")
     half_width: float = param(0.003, "half the side of the elements' square", "m")
-    quadrature: str = param("centre", "element quadrature (quadratic: nine points, and with rho < 1 nine states, "
+    quadrature: str = param("centre", "element quadrature (quadratic: 16 points, and with rho < 1 16 states, "
                             "per element)", choices=QUADRATURES)
     t_end: float = param(0.05, "the run's end at the latest", "s")
     method: str = param("DOP853", "integration method (explicit Runge-Kutta with rho < 1)", choices=tuple(METHODS))
