@@ -427,7 +427,7 @@ class FoundationContact:
             # (not kept: the same detection moving otherwise, or in another state, has another result)
             pressure = self._respond(name, contact, state, rates) if state is not None and self._states else None
             if dynamic or pressure is not None:
-                out[name] = layer_result(contact, self.layer, velocity if dynamic else _STILL,  # type: ignore[arg-type]
+                out[name] = layer_result(contact, self.layer, velocity if dynamic and velocity is not None else _STILL,
                                          self.dissipation, self.friction, pressure)
                 continue
             last = self._last.get(name)
@@ -482,7 +482,7 @@ class FoundationContact:
         assert isinstance(layer, ViscoelasticLayer)
         if k.moving_h is not None:  # (a free element's energy needs its thickness, which the moving layer's is unknown for)
             return math.nan
-        _, z, d, h = self._states_of(name, contact, state)
+        _, z, d, _ = self._states_of(name, contact, state)
         g = contact.grid
         depth = np.zeros(z.shape)
         depth[contact.active] = d

@@ -94,8 +94,8 @@ def sphere_radius(sphere: Source) -> float:
 
 
 def drop_system(sphere: Source, plane: Source, layer: LayerLaw, position: Any, velocity: Any, *, mass: float,
-                radius: float, thickness: float, grid: tuple[int, int] = (40, 40), half_width: float = 0.003,
-                quadrature: str = "centre", gravity: float = 0.0, **contact: Any
+                radius: float, thickness: float, grid: tuple[int, int], half_width: float, quadrature: str,
+                gravity: float = 0.0, **contact: Any
                 ) -> tuple[MultibodySystem, FoundationLoad, float]:
     """The ``sphere`` table as a ball of ``mass`` (kg; a uniform ball's inertia, of ``radius`` m)
     at ``position`` (m, relative to touching ``plane``'s z = 0 with its lowest point at the origin)

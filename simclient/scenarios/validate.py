@@ -299,8 +299,8 @@ def ball_on_layer(tables: Root, position: Sequence[float], velocity: Sequence[fl
     (``dissipation``, ``friction``). See :func:`simclient.scenarios.layer_drop.drop_system`, which
     returns the system, its load and the z of the ball's lowest point in its table frame (m)."""
     return drop_system(open_surface(locate("ef_sphere", tables=tables)), open_surface(locate("ef_layer", tables=tables)),
-                       layer, position, velocity, mass=EF_MASS, radius=EF_R, thickness=EF_H, quadrature=quadrature,
-                       gravity=gravity, **contact)
+                       layer, position, velocity, mass=EF_MASS, radius=EF_R, thickness=EF_H, grid=(40, 40),
+                       half_width=0.003, quadrature=quadrature, gravity=gravity, **contact)
 
 
 def foundation_drop(tables: Root, v0: float, **contact: Any
