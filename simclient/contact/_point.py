@@ -453,8 +453,9 @@ class ContactPair:
         goes through :meth:`place` (:meth:`detect` without ``update_windows``; same results, same
         errors with ``strict``)."""
         n = max(len(a) if np.ndim(a) == nd else 1 for a, nd in ((R_i, 3), (c_i, 2), (R_j, 3), (c_j, 2)))
-        Ri, Rj = (np.ascontiguousarray(np.broadcast_to(R, (n, 3, 3)), dtype=float) for R in (R_i, R_j))
-        ci, cj = (np.ascontiguousarray(np.broadcast_to(c, (n, 3)), dtype=float) for c in (c_i, c_j))
+        # writable copies: numba compiles read-only arrays (a broadcast's view) as other types
+        Ri, Rj = (np.array(np.broadcast_to(R, (n, 3, 3)), dtype=float, order="C") for R in (R_i, R_j))
+        ci, cj = (np.array(np.broadcast_to(c, (n, 3)), dtype=float, order="C") for c in (c_i, c_j))
         status, data = np.zeros(n, dtype=np.int64), np.zeros((n, L.CONTACT_SIZE))
         k = 0
         while k < n:

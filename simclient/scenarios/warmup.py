@@ -62,8 +62,8 @@ def clear_kernel_cache() -> int:
 
 
 def warm_up(progress: Callable[[str], None] | None = None) -> float:
-    """Compile every kernel afresh (the cache cleared first): run the short scenarios and an
-    elastic-foundation press; return the wall time (s)."""
+    """Compile every kernel afresh (the cache cleared first): run the short scenarios, a batched
+    contact solve and an elastic-foundation press; return the wall time (s)."""
     from simclient.scenarios.validate import run_cases
 
     say = progress or (lambda s: None)
@@ -71,12 +71,18 @@ def warm_up(progress: Callable[[str], None] | None = None) -> float:
     say(f"cleared {clear_kernel_cache()} cached kernel files")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        runs = {}
         for name, (params, overrides) in RUNS.items():
             cls = SCENARIOS[name]
             roles = {**cls().table_names(cls.Params()), **overrides}
             ensure_sample_tables(folder, names=roles.values())
             say(f"compiling what {name} uses")
-            cls().run(cls.Params(**params), Tables(folder=str(folder), overrides=overrides))
+            runs[name] = cls().run(cls.Params(**params), Tables(folder=str(folder), overrides=overrides))
+        # the batched solve along a sequence of poses (a trajectory's analysis, a placement sweep)
+        ball = runs["bouncing-ball"].artifacts
+        R_i, c_i = ball["system"].surface_pose(ball["contact"].i)
+        ball["contact"].pair.detect_many(np.stack([R_i, R_i]), np.stack([c_i, c_i]),
+                                         *ball["system"].surface_pose(ball["contact"].j))
         ensure_sample_tables(folder, names=["ef_layer", "ef_sphere"])
         say("compiling the elastic foundation")
         run_cases(folder, ["ef-sphere-linear"])
