@@ -58,6 +58,9 @@ class ElementGrid:
     usable: np.ndarray
     edges: np.ndarray
     neighbours: np.ndarray = field(init=False, repr=False)
+    #: the table, thickness and interpolation it was sampled with (:func:`element_grid`'s), which
+    #: :meth:`FoundationContact.refine` samples again
+    origin: tuple[Source, Any, str] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         nu, nv = self.shape
@@ -115,7 +118,8 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
         raise ContactError(f"{source.name}: element thickness must be positive ({thin.sum()} of "
                            f"{usable.sum()} usable elements have thickness <= 0, min {hh[usable].min():.3g} m)")
     usable &= ~thin
-    return ElementGrid(name, (nu, nv), uv, centre, normal, area, hh, usable, edges)
+    return ElementGrid(name, (nu, nv), uv, centre, normal, area, hh, usable, edges,
+                       origin=(source, thickness, interpolation))
 
 
 def zoomed_grid(source: Source, grid: ElementGrid, active: np.ndarray, shape: tuple[int, int],

@@ -24,14 +24,21 @@ import numpy as np
 from scipy.integrate import quad
 from scipy.optimize import brentq
 
-from simclient.contact._elements import SUB_OFFSETS, SUB_POINTS, ElementContact, ElementDetector, ElementGrid
+from simclient.contact._elements import (
+    SUB_OFFSETS,
+    SUB_POINTS,
+    ElementContact,
+    ElementDetector,
+    ElementGrid,
+    zoomed_grid,
+)
 from simclient.contact._friction import Friction, checked_friction, friction_coefficient
 from simclient.errors import ContactError, ParameterError, nonnegative
 from simclient.geometry import jit
 from simclient.io import Source
 
 __all__ = ["LayerLaw", "LinearLayer", "NonlinearLayer", "ViscoelasticLayer", "CompartmentResult", "FoundationContact",
-           "power_gap_strain_ratios", "layer_result", "layer_energy"]
+           "Refinement", "power_gap_strain_ratios", "layer_result", "layer_energy"]
 
 
 class LayerLaw(Protocol):
@@ -357,6 +364,46 @@ def layer_energy(layer: LayerLaw, d: np.ndarray, h: np.ndarray) -> np.ndarray:
     return 0.5 * d * (p @ w)
 
 
+@dataclass
+class Refinement:
+    """A pressure pass refined until its results stop depending on the grid
+    (:meth:`FoundationContact.refine`): per level, the ``grids`` and the compartments' ``results``
+    (level 0 the contact's own grids); ``changes[k]``, the largest relative change of a
+    compartment's force, peak pressure or contact area from level k - 1 to level k (``changes[0]``
+    is NaN); ``converged`` when the last change is within ``tol``."""
+
+    grids: list[dict[str, ElementGrid]]
+    results: list[dict[str, CompartmentResult]]
+    changes: list[float]
+    tol: float
+    converged: bool
+
+    @property
+    def result(self) -> dict[str, CompartmentResult]:
+        """The finest level's compartments."""
+        return self.results[-1]
+
+    def summary(self) -> dict[str, Any]:
+        """``converged``, ``tol``, ``levels`` (each: ``element_grid`` and ``element_size_m`` per
+        compartment, the ``change`` from the level before, and the compartments' summaries) and the
+        finest level's ``compartments``."""
+        def size(g: ElementGrid) -> list[float]:  # (the mean edge lengths along u and v, m)
+            return np.linalg.norm(g.edges[g.usable], axis=2).mean(axis=0).tolist() if g.usable.any() else [math.nan] * 2
+        levels = [{"element_grid": {n: list(g.shape) for n, g in grids.items()},
+                   "element_size_m": {n: size(g) for n, g in grids.items()},
+                   "change": change, "compartments": {n: r.summary() for n, r in results.items()}}
+                  for grids, results, change in zip(self.grids, self.results, self.changes)]
+        return {"converged": self.converged, "tol": self.tol, "levels": levels, "compartments": levels[-1]["compartments"]}
+
+
+def _change(old: CompartmentResult, new: CompartmentResult) -> float:
+    """The largest relative change of force, peak pressure and contact area (0 where neither touches)."""
+    a = np.array([np.linalg.norm(old.force), old.peak_pressure, old.area])
+    b = np.array([np.linalg.norm(new.force), new.peak_pressure, new.area])
+    scale = np.maximum(np.abs(a), np.abs(b))
+    return float(np.max(np.abs(b - a) / np.where(scale > 0, scale, 1.0)))
+
+
 class FoundationContact:
     """Elastic-foundation contact between element grids on a fixed table and a moving table:
     an :class:`ElementDetector` (``grids``, ``moving`` -- one table, or one per compartment -- and
@@ -380,6 +427,7 @@ class FoundationContact:
         self.dissipation = nonnegative(dissipation, "elastic foundation: dissipation (s/m)")
         self.friction = checked_friction(friction, "elastic foundation")
         self.detector = ElementDetector(grids, moving, **options)
+        self._moving, self._options = moving, options  # (for the refined grids' contacts)
         # the last detection and its result per compartment: a copied detection keeps its result
         self._last: dict[str, tuple[ElementContact, CompartmentResult]] = {}
         # each compartment's states (a viscoelastic layer's), shaped (elements, points per element)
@@ -435,6 +483,43 @@ class FoundationContact:
                 last = self._last[name] = (contact, layer_result(contact, self.layer))
             out[name] = last[1]
         return out
+
+    def refine(self, R_fixed: np.ndarray, c_fixed: np.ndarray, R_moving: np.ndarray, c_moving: np.ndarray, *,
+               shape: tuple[int, int] = (30, 30), tol: float = 0.01, max_levels: int = 4) -> Refinement:
+        """A pressure pass at the surface frames' poses (global) whose grids are refined until the
+        results stop depending on them (Bei & Fregly's adaptive grids, listed as future work). Level
+        0 is this contact's grids, every element evaluated. Each further level zooms every
+        compartment in contact on the box of the last level's elements in contact, one of its
+        element spacings wider on each side (:func:`zoomed_grid`), with ``shape`` elements at level
+        1 and twice as many along each side at every level after it. It stops when, from level 2
+        on, no compartment's force, peak pressure or contact area changed by more than ``tol``
+        (relative) from the level before, or after ``max_levels`` levels (``converged`` False).
+        The layer responds at rest (a viscoelastic layer: its relaxed law); the grids must come
+        from :func:`element_grid` (they keep the table they sample)."""
+        if not (0 < tol < 1) or max_levels < 2 or min(shape) < 2:
+            raise ParameterError(f"elastic foundation: refine needs 0 < tol < 1, max_levels >= 2 and at least 2 x 2 "
+                                 f"elements, got tol {tol}, max_levels {max_levels}, shape {shape}")
+        grids = {name: k.grid for name, k in self.compartments.items()}
+        unknown = [name for name, g in grids.items() if g.origin is None]
+        if unknown:
+            raise ContactError(f"elastic foundation: grid(s) {', '.join(unknown)} do not say which table they "
+                               "sample (make them with element_grid)")
+        levels, results = [grids], [self.evaluate(R_fixed, c_fixed, R_moving, c_moving, full=True)]
+        changes = [math.nan]
+        for level in range(1, max_levels + 1):
+            n = (shape[0] * 2 ** (level - 1), shape[1] * 2 ** (level - 1))
+            last, res = levels[-1], results[-1]
+            # a compartment out of contact keeps its grid (and its result: nothing to refine)
+            grids = {name: g if not res[name].active.any() else
+                     zoomed_grid(g.origin[0], g, res[name].active, n, g.origin[1], 1, g.origin[2])
+                     for name, g in last.items()}
+            finer = FoundationContact(list(grids.values()), self._moving, self.layer, **self._options)
+            levels.append(grids)
+            results.append(finer.evaluate(R_fixed, c_fixed, R_moving, c_moving, full=True))
+            changes.append(max((_change(res[name], results[-1][name]) for name in grids), default=0.0))
+            if level >= 2 and changes[-1] <= tol:
+                break
+        return Refinement(levels, results, changes, tol, level >= 2 and changes[-1] <= tol)
 
     def _states_of(self, name: str, contact: ElementContact, state: np.ndarray
                    ) -> tuple[slice, np.ndarray, np.ndarray, np.ndarray]:

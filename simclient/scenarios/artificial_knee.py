@@ -33,7 +33,8 @@ equilibrium). The active-set search tracks the elements within 0.2 mm of the fem
 with Bei & Fregly's search of the penetrating elements only, a settle on these flat-on-flat
 compartments misses a second contact area); every solution is checked by a full search.
 After the cycle, Bei & Fregly's pressure pass: the 50 x 50 element grids evaluated at the pose of
-maximum load (``pressure_grid``).
+maximum load (``pressure_grid``); with ``refine_tol``, also a pass at that pose on grids zoomed on
+the contact and refined until the results stop depending on them (:meth:`FoundationContact.refine`).
 
 Femoral surface: the single fitted patch (``femoral_component``) or one toroidal table per condyle
 (``femoral_surface = "per-condyle"``: ``femoral_medial``, ``femoral_lateral``, each compartment's
@@ -126,6 +127,9 @@ class ImplantKneeParams:
                             "ElementDetector)", choices=QUADRATURES)
     pressure_grid: tuple[int, int] = extent_param((50, 50), "elements per compartment of the pressure pass at maximum "
                                                             "load (Bei & Fregly); 0x0: none")
+    refine_tol: float = param(0.0, "a pressure pass at maximum load refined until no compartment's force, peak "
+                                   "pressure or area changes by more than this (relative) from one grid to the next "
+                                   "twice as fine, zooming on the contact (FoundationContact.refine); 0: none")
     body_weight: float = 700.0
     margin: float = 2e-4  # active-set tracking margin (m) and full-search period, see FoundationContact
     full_every: int = 0
@@ -146,6 +150,8 @@ class ImplantKneeParams:
         if min(self.pressure_grid) < 1 and tuple(self.pressure_grid) != (0, 0):
             raise ParameterError(f"artificial-knee: the pressure grid needs at least 1 x 1 elements (0 x 0: no "
                                  f"pressure pass), got {self.pressure_grid[0]} x {self.pressure_grid[1]}")
+        if not 0 <= self.refine_tol < 1:
+            raise ParameterError(f"artificial-knee: refine_tol must lie in [0, 1) (0: no refined pass), got {self.refine_tol}")
 
 
 def femoral_rotation(varus_valgus: float, internal_external: float, flexion: float) -> np.ndarray:
@@ -461,6 +467,11 @@ class ImplantKnee:
             # Bei & Fregly's pressure pass: a finer grid evaluated at the coarse run's pose
             fine = ImplantKnee(self.insert, self.femoral, replace(p, grid=p.pressure_grid), self.condyles)
             out["pressure_pass"] = fine.generalized_forces(ys[:, k_max], *prescribed(float(t_out[k_max])), full=True)[1]
+        if p.refine_tol > 0:
+            # the same pose, on grids zoomed on the contact until the results stop depending on them
+            t1 = time.perf_counter()
+            out["refined_pass"] = self.contact.refine(np.eye(3), np.zeros(3), R, r, shape=p.grid, tol=p.refine_tol)
+            out["refined_pass_s"] = time.perf_counter() - t1
         return {**out, "history": history, "maps": {n: np.array(v) for n, v in maps.items()}, "t_max_load_s": float(t_out[k_max]),
                 "at_max_load": results[k_max], "max_imbalance": float(max(imbalance)),
                 "max_imbalance_stance": float(np.max(np.array(imbalance)[stance])), "wall_s": wall,
@@ -511,6 +522,12 @@ def artificial_knee(insert: Source, femoral: Source, params: ImplantKneeParams |
                           for n in fine}
                 values["pressure_pass"] = {"element_grid": list(p.pressure_grid), "t_s": g["t_max_load_s"],
                                            "compartments": fine, "over_forward_run": ratios}
+            if "refined_pass" in g:
+                refined = g["refined_pass"].summary()
+                refined["over_forward_run"] = {n: {k: c[k] / values["compartments"][n][k] for k in
+                                                   ("force_N", "torque_Nm", "peak_pressure_Pa", "area_m2")}
+                                               for n, c in refined["compartments"].items()}
+                values["refined_pass"] = {"t_s": g["t_max_load_s"], "wall_s": g["refined_pass_s"], **refined}
             if out is not None:
                 from simclient.scenarios.report import save_artificial_knee
 
@@ -576,5 +593,16 @@ class ArtificialKnee(Scenario, name="artificial-knee", params=ImplantKneeParams,
             lines.append("  pass / forward run: force " + " / ".join(f"{r[n]['force_N']:.3f}" for n in ("medial", "lateral"))
                          + ", torque " + " / ".join(f"{r[n]['torque_Nm']:.3f}" for n in ("medial", "lateral"))
                          + " (medial / lateral; Bei & Fregly: insensitive to the grid)")
+        if "refined_pass" in summary:
+            rp = summary["refined_pass"]
+            last = rp["levels"][-1]
+            grids = " / ".join(f"{g[0]} x {g[1]}" for g in last["element_grid"].values())
+            lines.append(f"  refined pass at the same pose: {len(rp['levels']) - 1} zooms, last {grids} elements "
+                         f"(medial / lateral), last change {last['change']:.2%} "
+                         f"({'converged' if rp['converged'] else 'NOT converged'} to {rp['tol']:.2%}), "
+                         f"{rp['wall_s']:.2f} s:")
+            for key, label, scale in REPORT_ROWS:
+                lines.append(f"  {label:24s}" + "".join(f"{rp['compartments'][n][key] * scale:12.4g}"
+                                                        for n in ("medial", "lateral")))
         lines.extend(f"  wrote {f}" for f in summary.get("files", []))
         return "\n".join(lines)

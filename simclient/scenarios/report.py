@@ -443,8 +443,45 @@ def save_artificial_knee(out: Path, gait: dict[str, Any], knee: Any, params: Any
     fig.tight_layout()
     fig.savefig(out / "artificial_knee.png", dpi=110)
     plt.close(fig)
-    return [str(out / f) for f in ("pressure.zarr", "artificial_knee.csv", "artificial_knee_pressure.png",
-                                   "artificial_knee.png")] + [str(f) for f in series]
+    files = ["pressure.zarr", "artificial_knee.csv", "artificial_knee_pressure.png", "artificial_knee.png"]
+    if "refined_pass" in gait:
+        _refinement_figure(gait["refined_pass"], f"{params.material} UHMWPE, refined pass at t = "
+                           f"{h['t_s'][k_max]:.2f} s").savefig(out / "artificial_knee_refined.png", dpi=110)
+        plt.close("all")
+        files.append("artificial_knee_refined.png")
+    return [str(out / f) for f in files] + [str(f) for f in series]
+
+
+def _refinement_figure(refinement: Any, title: str) -> Any:
+    """A refined pass (:class:`simclient.contact.Refinement`) on the insert's x-z plane: per
+    compartment, the finest level's pressure map (with the first level's contact outline) and its
+    force, peak pressure and area against the level's element size, relative to the finest."""
+    plt = _pyplot()
+    names = list(refinement.result)
+    fig, ax = plt.subplots(2, len(names), figsize=(6 * len(names), 7), squeeze=False)
+    for col, name in enumerate(names):
+        g, res = refinement.grids[-1][name], refinement.result[name]
+        X, Z = (g.centre[:, k].reshape(g.shape) * 1e3 for k in (0, 2))
+        cs = ax[0, col].contourf(Z, X, res.pressure.reshape(g.shape) / 1e6, levels=15, cmap="viridis")
+        first = refinement.grids[0][name]
+        ax[0, col].contour(first.centre[:, 2].reshape(first.shape) * 1e3, first.centre[:, 0].reshape(first.shape) * 1e3,
+                           refinement.results[0][name].active.reshape(first.shape).astype(float), levels=[0.5],
+                           colors="white", linewidths=0.8)
+        fig.colorbar(cs, ax=ax[0, col], label="contact pressure [MPa]")
+        ax[0, col].set(xlabel="z (medial +) [mm]", ylabel="x (posterior +) [mm]", aspect="equal",
+                       xlim=(Z.min(), Z.max()), ylim=(X.min(), X.max()),
+                       title=f"{name}, finest level: {g.shape[0]} x {g.shape[1]} elements")
+        size = [np.linalg.norm(lv[name].edges[lv[name].usable], axis=2).mean() * 1e3 for lv in refinement.grids]
+        for key, label in (("force_N", "force"), ("peak_pressure_Pa", "peak pressure"), ("area_m2", "area")):
+            values = np.array([r[name].summary()[key] for r in refinement.results])
+            ax[1, col].plot(size, values / values[-1], "o-", label=label)
+        ax[1, col].set(xscale="log", xlabel="mean element edge [mm]", ylabel="over the finest level",
+                       title=f"{name}: by level (tolerance {refinement.tol:g})")
+        ax[1, col].tick_params(axis="x", which="minor", labelbottom=False)
+        ax[1, col].legend()
+    fig.suptitle(f"{title} (white: the first grid's contact)")
+    fig.tight_layout()
+    return fig
 
 
 def save_blankevoort(out: Path, summary: Summary) -> list[str]:
