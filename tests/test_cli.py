@@ -141,6 +141,7 @@ def test_bad_input_is_a_clear_error(sample_tables, args, status, message):
     (["run", "artificial-knee", "--grid", "0x5"], 2, "sides must be at least 1"),
     (["run", "artificial-knee", "--pressure-grid", "50x0"], 2, "sides must be at least 1"),
     (["run", "artificial-knee", "--refine-tol", "1.5"], 1, "artificial-knee: refine_tol must lie in [0, 1)"),
+    (["run", "natural-knee", "--refine-tol", "-1"], 1, "natural-knee: refine_tol must lie in [0, 1)"),
     (["study", "knee2d-laws", "--workers", "0"], 2, "must be at least 1"),
     (["bench", "soak", "--minutes", "0"], 2, "must be a positive number of minutes, got '0'"),  # (a ValueError after)
     # values that passed the checks and met a traceback or ran for ever (each found by trying

@@ -80,6 +80,9 @@ class NaturalKneeParams:
     grid: tuple[int, int] = extent_param((30, 30), "elements per compartment")
     quadrature: str = param("quadratic", "element quadrature (see ElementDetector): the centre rule counts whole "
                             "elements, so its areas step by 1-3 % here", choices=QUADRATURES)
+    refine_tol: float = param(0.0, "each settle's contact also on grids zoomed on it and refined until no "
+                                   "compartment's force, peak pressure or area changes by more than this (relative) "
+                                   "(FoundationContact.refine); 0: none")
 
     def __post_init__(self) -> None:
         check_positive(self, "natural-knee", "load_N", "E", "femoral_thickness", "medial_radius", "lateral_radius")
@@ -92,6 +95,8 @@ class NaturalKneeParams:
             raise ParameterError(f"natural-knee: clearance_exponent must lie in [2, 16], got {self.clearance_exponent}")
         if not 0 <= self.nu < 0.5:
             raise ParameterError(f"natural-knee: nu must lie in [0, 0.5), got {self.nu}")
+        if not 0 <= self.refine_tol < 1:
+            raise ParameterError(f"natural-knee: refine_tol must lie in [0, 1) (0: no refined pass), got {self.refine_tol}")
         if self.femoral_thickness > 0.01:
             raise ParameterError(f"natural-knee: a femoral cartilage of {self.femoral_thickness * 1e3:g} mm is "
                                  "thicker than the joint allows (at most 10 mm)")
@@ -190,7 +195,7 @@ def natural_knee(tibial: Source, params: NaturalKneeParams | None = None,
                               "relative_radius_m": {"medial": p.medial_radius, "lateral": p.lateral_radius},
                               "clearance_exponent": p.clearance_exponent,
                               "medial_share": p.medial_share, "element_grid": list(p.grid),
-                              "quadrature": p.quadrature, "strain": {}}
+                              "quadrature": p.quadrature, "refine_tol": p.refine_tol, "strain": {}}
     knees = {}
     tibial = MemorySource.load(tibial)  # read once: both settles build their grids and condyles on it
     try:
@@ -204,11 +209,18 @@ def natural_knee(tibial: Source, params: NaturalKneeParams | None = None,
                 "compartments": {n: c.summary() for n, c in r["results"].items()},
                 "si_mm": r["si_mm"], "ml_mm": r["ml_mm"], "varus_valgus_deg": r["varus_valgus_deg"],
                 "residual_force_N": r["residual_force_N"], "residual_torque_Nm": r["residual_torque_Nm"]}
+            if p.refine_tol > 0:  # the same pose on grids refined on the contact
+                refined = knee.contact.refine(np.eye(3), np.zeros(3), *knee.pose(y, math.radians(FLEXION_DEG), 0.0, 0.0),
+                                              shape=p.grid, tol=p.refine_tol)
+                values["strain"][strain]["refined"] = refined.summary()
     except (SimulationError, ContactError) as exc:
         values.update(status="failed", message=str(exc))
     if values["status"] == "ok":
         s, lg = values["strain"]["small"]["compartments"], values["strain"]["large"]["compartments"]
         values["large_over_small"] = {n: {k: lg[n][k] / s[n][k] for k in KEYS} for n in ("medial", "lateral")}
+        if p.refine_tol > 0:
+            s, lg = (values["strain"][st]["refined"]["compartments"] for st in ("small", "large"))
+            values["large_over_small_refined"] = {n: {k: lg[n][k] / s[n][k] for k in KEYS} for n in ("medial", "lateral")}
         values["force_sum_over_load"] = {st: sum(c["force_vector_N"][1] for c in v["compartments"].values()) / p.load_N
                                          for st, v in values["strain"].items()}
     values["table_3"] = {st: {n: dict(zip(KEYS, v)) for n, v in sides.items()} for st, sides in TABLE_3.items()}
@@ -248,6 +260,12 @@ class NaturalKneeScenario(Scenario, name="natural-knee", params=NaturalKneeParam
         lines.append("  large / small strain: " + "; ".join(
             f"{n}: force {r[n]['force_N']:.4f}, area {r[n]['area_m2']:.4f}, peak pressure {r[n]['peak_pressure_Pa']:.4f}"
             for n in ("medial", "lateral")) + " (Bei & Fregly: peak 1.083 medial, 1.096 lateral)")
+        if "large_over_small_refined" in summary:
+            r = summary["large_over_small_refined"]
+            conv = all(summary["strain"][st]["refined"]["converged"] for st in ("small", "large"))
+            lines.append(f"  on grids refined to {summary['refine_tol']:.2%} ({'converged' if conv else 'NOT converged'}): "
+                         + "; ".join(f"{n}: force {r[n]['force_N']:.4f}, area {r[n]['area_m2']:.4f}, peak pressure "
+                                     f"{r[n]['peak_pressure_Pa']:.4f}" for n in ("medial", "lateral")))
         lines.append("  compartment forces over the load: " + ", ".join(
             f"{st} {v:.5f}" for st, v in summary["force_sum_over_load"].items()))
         lines.extend(f"  wrote {f}" for f in summary.get("files", []))
