@@ -15,7 +15,9 @@
   contact with a moving table (:class:`ElementContact`); :class:`FoundationContact` applies a layer
   law (:class:`LinearLayer`, :class:`NonlinearLayer`; :class:`ViscoelasticLayer`, a standard linear
   solid per element, with a state each) and returns a :class:`CompartmentResult` each
-  (:func:`zoomed_grid`: a finer grid over the part in contact, for a second pass);
+  (:func:`zoomed_grid`: a finer grid over the part in contact, for a second pass;
+  :meth:`FoundationContact.refine`: such passes until the results stop depending on the grid, a
+  :class:`Refinement`);
   :func:`power_gap_strain_ratios` is the closed form of its large against small strain.
 - Thin-layer closed forms (Argatov): :func:`compressible_law` and :func:`incompressible_law` give a
   point contact with effective radii the force of a thin cartilage layer without an element grid;
