@@ -495,7 +495,10 @@ class FoundationContact:
         on, no compartment's force, peak pressure or contact area changed by more than ``tol``
         (relative) from the level before, or after ``max_levels`` levels (``converged`` False).
         The layer responds at rest (a viscoelastic layer: its relaxed law); the grids must come
-        from :func:`element_grid` (they keep the table they sample)."""
+        from :func:`element_grid` (they keep the table they sample). The zoomed boxes hold every
+        contact area that level 0 sees (one spacing of margin holds an area's edge, which lies
+        within one spacing of a touching element's centre); an area no element of level 0
+        touches stays unseen."""
         if not (0 < tol < 1) or max_levels < 2 or min(shape) < 2:
             raise ParameterError(f"elastic foundation: refine needs 0 < tol < 1, max_levels >= 2 and at least 2 x 2 "
                                  f"elements, got tol {tol}, max_levels {max_levels}, shape {shape}")
