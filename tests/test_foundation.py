@@ -131,6 +131,7 @@ def test_a_refined_pass_converges_to_the_sphere_on_its_layer(sample_tables):
     assert summary["converged"] and [lv["element_grid"]["layer"] for lv in summary["levels"]][:3] == [[20, 20], [20, 20],
                                                                                                       [40, 40]]
     assert summary["compartments"]["layer"]["force_N"] == pytest.approx(np.linalg.norm(fine.force))
+    assert summary["levels"][0]["change"] is None and summary["levels"][-1]["change"] == r.changes[-1]
     short = contact.refine(*pose, shape=(20, 20), tol=1e-6, max_levels=2)
     assert not short.converged and len(short.results) == 3
     with pytest.raises(ParameterError, match="refine needs"):

@@ -385,13 +385,14 @@ class Refinement:
 
     def summary(self) -> dict[str, Any]:
         """``converged``, ``tol``, ``levels`` (each: ``element_grid`` and ``element_size_m`` per
-        compartment, the ``change`` from the level before, and the compartments' summaries) and the
-        finest level's ``compartments``."""
+        compartment, the ``change`` from the level before (None at level 0), and the compartments'
+        summaries) and the finest level's ``compartments``."""
         def size(g: ElementGrid) -> list[float]:  # (the mean edge lengths along u and v, m)
             return np.linalg.norm(g.edges[g.usable], axis=2).mean(axis=0).tolist() if g.usable.any() else [math.nan] * 2
         levels = [{"element_grid": {n: list(g.shape) for n, g in grids.items()},
                    "element_size_m": {n: size(g) for n, g in grids.items()},
-                   "change": change, "compartments": {n: r.summary() for n, r in results.items()}}
+                   "change": None if math.isnan(change) else change,
+                   "compartments": {n: r.summary() for n, r in results.items()}}
                   for grids, results, change in zip(self.grids, self.results, self.changes)]
         return {"converged": self.converged, "tol": self.tol, "levels": levels, "compartments": levels[-1]["compartments"]}
 
