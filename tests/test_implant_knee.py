@@ -92,6 +92,10 @@ def test_cli_runs_the_gait_cycle_and_writes_maps(implant_tables, tmp_path):
         assert level0["force_N"] == pytest.approx(s["compartments"][side]["force_N"], rel=1e-9)
         assert refined["compartments"][side]["force_N"] == pytest.approx(pp["compartments"][side]["force_N"], rel=0.01)
     assert (tmp_path / "artificial_knee_refined.png").stat().st_size > 1000
+    finest = refined["levels"][-1]["element_grid"]["medial"]
+    vts = (tmp_path / "vtk" / "artificial_knee_refined_medial_0000.vts").read_bytes()
+    assert f'WholeExtent="0 {finest[0] - 1} 0 {finest[1] - 1} 0 0"'.encode() in vts and b"pressure_Pa" in vts
+    assert "artificial_knee_refined_medial_0000.vts" in (tmp_path / "artificial_knee_refined.pvd").read_text()
     import zarr
 
     g = zarr.open_group(str(tmp_path / "pressure.zarr"), mode="r")

@@ -445,10 +445,15 @@ def save_artificial_knee(out: Path, gait: dict[str, Any], knee: Any, params: Any
     plt.close(fig)
     files = ["pressure.zarr", "artificial_knee.csv", "artificial_knee_pressure.png", "artificial_knee.png"]
     if "refined_pass" in gait:
-        _refinement_figure(gait["refined_pass"], f"{params.material} UHMWPE, refined pass at t = "
+        refined = gait["refined_pass"]
+        _refinement_figure(refined, f"{params.material} UHMWPE, refined pass at t = "
                            f"{h['t_s'][k_max]:.2f} s").savefig(out / "artificial_knee_refined.png", dpi=110)
         plt.close("all")
         files.append("artificial_knee_refined.png")
+        finest = refined.grids[-1]  # (its pressure maps for ParaView too: one instant)
+        series += save_pressure_vtk(out, "artificial_knee_refined", np.array([h["t_s"][k_max]]),
+                                    {n: g.centre.reshape(*g.shape, 3) for n, g in finest.items()},
+                                    {n: refined.result[n].pressure.reshape(1, *g.shape) for n, g in finest.items()})
     return [str(out / f) for f in files] + [str(f) for f in series]
 
 
