@@ -165,3 +165,26 @@ def test_quasi_newton_from_a_given_jacobian_solves_a_path_with_fewer_evaluations
     r = newton(lambda x: np.array([x[0] ** 2 + x[1] ** 2 - 25.0, x[1] - 4.0 / 3.0 * x[0]]), np.array([3.5, 4.5]),
                tol=tol, step=step, jacobian=-np.eye(2) * 1e3)
     assert r.converged and np.allclose(r.x, [3.0, 4.0], atol=1e-10)
+
+
+def test_a_step_that_fails_is_taken_in_halves():
+    """``continue_step`` on a path whose solves converge only over steps of at most 0.25: from 0 to
+    1 it tries the whole step, then halves, then quarters, which go through; with too few halvings
+    it returns the whole step's failure."""
+    from simclient.dynamics import continue_step
+
+    tried = []
+
+    def solve(s, state):
+        tried.append(s)
+        return {"s": s, "ok": s - state["s"] <= 0.25 + 1e-12}
+
+    def ok(state):
+        return state["ok"]
+
+    result = continue_step(solve, ok, 0.0, 1.0, {"s": 0.0, "ok": True})
+    assert result == {"s": 1.0, "ok": True}
+    assert tried == [1.0, 0.5, 0.25, 0.5, 0.75, 1.0]
+    tried.clear()
+    result = continue_step(solve, ok, 0.0, 1.0, {"s": 0.0, "ok": True}, max_halvings=1)
+    assert result == {"s": 1.0, "ok": False} and tried == [1.0, 0.5]

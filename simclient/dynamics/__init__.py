@@ -54,7 +54,8 @@ from simclient.dynamics._planar import (
     ProfileSurface,
     Revolute2D,
 )
-from simclient.dynamics._static import COORDINATES, NewtonResult, StaticProblem, StaticResult, newton, settle
+from simclient.dynamics._static import (COORDINATES, NewtonResult, StaticProblem, StaticResult, continue_step, newton,
+                                       settle)
 from simclient.dynamics._system import ContactModel, MultibodySystem
 
 __all__ = ["Body", "Surface", "Poses", "ContactModel", "MultibodySystem", "Constraint", "SphericalJoint",
@@ -63,4 +64,4 @@ __all__ = ["Body", "Surface", "Poses", "ContactModel", "MultibodySystem", "Const
            "compile_system", "gap_probe", "ligament_forces", "solver_class", "integrate", "simulate",
            "SimulationResult", "System", "PlanarBody", "ProfileSurface", "PlanarContact", "PlanarSystem",
            "Revolute2D", "PrescribedMotion", "PlanarConstraint", "StaticProblem", "StaticResult", "COORDINATES",
-           "newton", "settle", "NewtonResult", "FoundationLoad", "ForwardJacobian"]
+           "newton", "settle", "continue_step", "NewtonResult", "FoundationLoad", "ForwardJacobian"]

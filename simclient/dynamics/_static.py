@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from simclient.dynamics._system import MultibodySystem
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.geometry import euler_from_matrix, rotation_matrix
 
-__all__ = ["COORDINATES", "NewtonResult", "newton", "settle", "StaticResult", "StaticProblem"]
+__all__ = ["COORDINATES", "NewtonResult", "newton", "settle", "StaticResult", "StaticProblem", "continue_step"]
 
 COORDINATES = ("x", "y", "z", "rx", "ry", "rz")
 _STEP = np.array([1e-7] * 3 + [1e-7] * 3)
@@ -83,7 +84,7 @@ def _shortened(dx: np.ndarray, max_step: np.ndarray | None) -> np.ndarray:
 def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.ndarray, step: np.ndarray,
            max_iter: int = 50, max_step: np.ndarray | None = None,
            unheld: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray | None] | None = None,
-           jacobian: np.ndarray | None = None) -> NewtonResult:
+           jacobian: np.ndarray | None = None, min_step: float = 1 / 32) -> NewtonResult:
     """Solve ``fun(x) = 0`` (as many equations as unknowns) by Newton's method.
 
     The Jacobian by central differences with steps ``step`` (per unknown), the Newton step by least
@@ -99,7 +100,11 @@ def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.n
     ``jacobian``: a Jacobian to start from (e.g. the last solve's along a path,
     :attr:`NewtonResult.jacobian`). It is then updated by Broyden's rule after each step, and
     computed again by central differences only where a step along it fails to lower the residual:
-    one evaluation per iteration where the Jacobian changes little, instead of ``2 n + 1``."""
+    one evaluation per iteration where the Jacobian changes little, instead of ``2 n + 1``.
+
+    ``min_step``: the shortest fraction of a step along a Jacobian just differenced that the line
+    search tries before it gives up (a residual strongly curved along the step, such as a ligament
+    bundle going slack, may fall only over the step's first per cent)."""
     x = np.array(x0, float)
     tol = np.asarray(tol, float)
     f = fun(x)
@@ -122,9 +127,9 @@ def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.n
             f = fun(x)
             it += 1
             continue
-        dx = np.linalg.lstsq(J, -f, rcond=None)[0]
-        if not np.isfinite(dx).all():  # a difference stepped off fun's domain (where it is not finite)
+        if not (np.isfinite(J).all() and np.isfinite(f).all()):  # off fun's domain (where it is not finite)
             return NewtonResult(x, f, it + 1, False, last)
+        dx = np.linalg.lstsq(J, -f, rcond=None)[0]
         dx = _shortened(dx, max_step)
         merit = float(np.sum((f / tol) ** 2))
         lam = 1.0
@@ -134,9 +139,9 @@ def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.n
             if float(np.sum((ft / tol) ** 2)) < (1 - 1e-4 * lam) * merit:
                 break
             lam /= 2
-            if lam < 1 / 32:
+            if lam < (min_step if fresh else 1 / 32):
                 break
-        if lam < 1 / 32:  # no step lowers the residual
+        if lam < (min_step if fresh else 1 / 32):  # no step lowers the residual
             if fresh:  # stalled (a kink, or noise in fun)
                 return NewtonResult(x, f, it + 1, False, last)
             J = None  # an updated Jacobian gone stale: central differences at x, and again
@@ -353,28 +358,45 @@ class StaticProblem:
 
     def path(self, steps: Sequence[float], q0: np.ndarray | None = None, max_halvings: int = 6) -> list[StaticResult]:
         """Equilibria along the load steps ``steps`` by continuation; an increment that fails is
-        split in halves (at most ``max_halvings`` times); the path stops at a step that still fails
-        (its result, not converged, is the last)."""
+        split in halves (at most ``max_halvings`` times, :func:`continue_step`); the path stops at a
+        step that still fails (its result, not converged, is the last)."""
         out: list[StaticResult] = []
         q = None if q0 is None else np.asarray(q0, float)
         s_prev = None
         for s in steps:
-            res = self.solve(s, q)
-            if not res.converged and s_prev is not None and q is not None:
-                for depth in range(1, max_halvings + 1):
-                    qq, ok = q, True
-                    for k in range(1, 2**depth + 1):
-                        sub = s_prev + (s - s_prev) * k / 2**depth
-                        res = self.solve(sub, qq)
-                        if not res.converged:
-                            ok = False
-                            break
-                        qq = res.q
-                    if ok:
-                        res = self.solve(s, qq)
-                        break
+            if s_prev is None or q is None:
+                res = self.solve(s, q)
+            else:
+                res = continue_step(lambda s_, r: self.solve(s_, r.q), lambda r: r.converged, s_prev, s, out[-1],
+                                    max_halvings)
             out.append(res)
             if not res.converged:
                 break
             q, s_prev = res.q, s
         return out
+
+
+S = TypeVar("S")
+
+
+def continue_step(solve: Callable[[float, S], S], converged: Callable[[S], bool], s_prev: float, s: float, start: S,
+                  max_halvings: int = 6) -> S:
+    """The solution at path parameter ``s`` continued from ``start``, the solution at ``s_prev``.
+
+    ``solve(s, state)`` solves at ``s`` from ``state``; ``converged(state)`` says whether it did.
+    Where the step from ``s_prev`` to ``s`` does not converge, it is split into 2, 4, ... (at most
+    ``2**max_halvings``) equal steps, each solved from the last; the first split that converges
+    throughout gives the result. If none does, the unsplit attempt's result (not converged, at
+    ``s``) is returned."""
+    first = solve(s, start)
+    if converged(first):
+        return first
+    for depth in range(1, max_halvings + 1):
+        state = start
+        for k in range(1, 2**depth + 1):
+            state = solve(s_prev + (s - s_prev) * k / 2**depth, state)
+            if not converged(state):
+                break
+        else:
+            return state
+    return first
