@@ -44,12 +44,13 @@ from typing import Any
 
 import numpy as np
 
-from simclient.contact import ContactPair, FoundationContact, LinearLayer, element_grid
-from simclient.dynamics import BlankevoortLaw, newton
+from simclient.contact import CompartmentResult, ContactPair, FoundationContact, LinearLayer, element_grid
+from simclient.dynamics import BlankevoortLaw, continue_step, newton
 from simclient.errors import ContactError, ParameterError
 from simclient.geometry import StorageWindow, rx, ry, rz
 from simclient.io import Source
 from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_positive, extent_param, param
+from simclient.scenarios.studies import Study, register
 
 __all__ = ["BUNDLES", "BlankevoortParams", "BlankevoortKnee", "blankevoort", "Blankevoort"]
 
@@ -79,6 +80,8 @@ _FEMORAL = np.array([b[3] for b in BUNDLES.values()])
 
 #: the paper's peak contact forces at 95 deg, internal-rotation path (linear layer, E = 5 MPa), N
 PAPER_95_DEG = {"medial_force_N": 620.0, "lateral_force_N": 440.0}
+#: where the paper's largest surface displacements and stresses occur (Fig. 10 and its text)
+PAPER_LARGEST_STRESS = {"condyle": "lateral", "path": "internal", "flexion_deg": 90.0}
 
 SIDES = ("medial", "lateral")
 #: coordinates: x, y, z (m), flexion, varus, internal (rad); flexion (3) is prescribed
@@ -86,6 +89,10 @@ FREE = [0, 1, 2, 4, 5]
 STEP = np.full(5, 1e-7)  # central-difference steps: m and rad
 MAX_STEP = np.array([1e-3, 1e-3, 1e-3, 0.02, 0.02])  # the largest Newton step: m and rad
 RAMP = 12  # steps in which the axial torque is applied at full extension
+MAX_HALVINGS = 4  # a flexion step that does not converge is split into at most 16
+# the line search's shortest step: near extension a bundle going slack bends the residual so much
+# that only the first per cent of a Newton step lowers it (stiff layers stalled there)
+MIN_STEP = 1 / 1024
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,9 @@ class BlankevoortParams:
     """Model parameters (SI); see the module docstring for the assumptions."""
 
     contact: str = param("linear", "articular contact", choices=("rigid", "linear", "nonlinear"))
+    tibia: str = param("auto", "tibial surfaces: the polynomial plateaus or their least-squares planes (auto: "
+                       "polynomials for the thin layers, planes for rigid contact, as in the paper)",
+                       choices=("auto", "polynomial", "planes"))
     path: str = param("both", "axial torque of the envelope: tibial internal or external rotation",
                       choices=("internal", "external", "both"))
     E: float = param(5e6, "cartilage Young's modulus", "Pa")
@@ -107,6 +117,9 @@ class BlankevoortParams:
 
     def __post_init__(self) -> None:
         check_positive(self, "blankevoort", "E", "thickness", "flexion_max_deg", "flexion_step_deg", "tol")
+        if self.contact == "rigid" and self.tibia == "polynomial":
+            raise ParameterError("blankevoort: rigid contact runs on the plateaus' planes (--tibia planes), as in the "
+                                 "paper: on the curved plateaus point contact cannot be held in every position")
         if not 0 <= self.nu < 0.5:
             raise ParameterError(f"blankevoort: nu must lie in [0, 0.5), got {self.nu}")
         if self.thickness > 0.02:
@@ -119,6 +132,13 @@ class BlankevoortParams:
         if self.flexion_max_deg / self.flexion_step_deg > 10_000:  # (a path of more steps ran out of memory)
             raise ParameterError(f"blankevoort: flexion_step_deg {self.flexion_step_deg:g} deg makes more than 10000 "
                                  f"steps to {self.flexion_max_deg:g} deg")
+
+    @property
+    def surfaces(self) -> str:
+        """The tibial surfaces this contact runs on: ``polynomial`` or ``planes``."""
+        if self.tibia == "auto":
+            return "planes" if self.contact == "rigid" else "polynomial"
+        return self.tibia
 
 
 def rotation(flexion: float, varus: float, internal: float) -> np.ndarray:
@@ -176,9 +196,9 @@ class BlankevoortKnee:
             out[s] = (-R @ res.force, -R @ res.torque, res)
         return out
 
-    def wrench(self, q: np.ndarray, full: bool = False) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+    def wrench(self, q: np.ndarray, full: bool = False) -> tuple[np.ndarray, np.ndarray, dict[str, CompartmentResult]]:
         """Force (N) and moment about the femoral origin (N m) on the femur from the external loads,
-        the ligaments and (deformable) contact; and each side's contact force magnitude (N)."""
+        the ligaments and (deformable) contact; and each side's contact result."""
         F = np.array([0.0, 0.0, -self.params.compression_N])
         M = np.array([0.0, 0.0, self.torque])
         if self.laws:  # (every bundle's, once the reference position has set them)
@@ -189,10 +209,10 @@ class BlankevoortKnee:
             M += np.cross(arm, f).sum(axis=0)
         sides = {}
         if not self.rigid:
-            for s, (f, m, _) in self.contact(q, full).items():
+            for s, (f, m, res) in self.contact(q, full).items():
                 F += f
                 M += m
-                sides[s] = float(np.linalg.norm(f))
+                sides[s] = res
         return F, M, sides
 
     def generalized(self, q: np.ndarray, F: np.ndarray, M: np.ndarray) -> np.ndarray:
@@ -241,20 +261,21 @@ class BlankevoortKnee:
                 q[FREE] = x
                 return self.residual(q)
 
-            def checked() -> tuple[np.ndarray, dict[str, float]]:  # a full element search at q
+            def checked() -> tuple[np.ndarray, dict[str, CompartmentResult]]:  # a full element search at q
                 F, M, sides = self.wrench(q, full=True)
                 return self.generalized(q, F, M)[FREE], sides
 
             r = newton(fun, q[FREE].copy(), tol=np.full(5, p.tol), step=STEP, max_iter=60, max_step=MAX_STEP,
-                       jacobian=self.jacobian)
+                       jacobian=self.jacobian, min_step=MIN_STEP)
             self.jacobian = r.jacobian
             q[FREE] = r.x
             Q, sides = checked()
             if r.converged and np.abs(Q).max() > p.tol:  # the full search found more: from there again
                 q[FREE] = newton(fun, q[FREE].copy(), tol=np.full(5, p.tol), step=STEP, max_iter=60,
-                                 max_step=MAX_STEP).x
+                                 max_step=MAX_STEP, min_step=MIN_STEP).x
                 Q, sides = checked()
-            return {"q": q, "converged": bool(np.abs(Q).max() <= p.tol), "Q": Q, "forces": sides}
+            return {"q": q, "converged": bool(np.abs(Q).max() <= p.tol), "Q": Q,
+                    "forces": {s: float(np.linalg.norm(r.force)) for s, r in sides.items()}, "compartments": sides}
         forces = np.full(len(active), p.compression_N / 2) if p0 is None else p0
         while True:
             n = len(active)
@@ -270,7 +291,7 @@ class BlankevoortKnee:
             x0 = np.concatenate([q[FREE], forces])
             J = self.jacobian if self.jacobian is not None and self.jacobian.shape == (5 + n, 5 + n) else None
             r = newton(fun_r, x0, tol=tol, step=np.concatenate([STEP, np.full(n, 1e-3)]), max_iter=60,
-                       max_step=np.concatenate([MAX_STEP, np.full(n, 1e3)]), jacobian=J)
+                       max_step=np.concatenate([MAX_STEP, np.full(n, 1e3)]), jacobian=J, min_step=MIN_STEP)
             self.jacobian = r.jacobian
             q[FREE] = r.x[:5]
             forces = r.x[5:]
@@ -348,11 +369,22 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
     t0 = time.perf_counter()
     knee = BlankevoortKnee(femoral, tibial, p)
     q_ref = knee.reference()
-    values: dict[str, Any] = {"status": "ok", "contact": p.contact, "E_Pa": p.E,
+    values: dict[str, Any] = {"status": "ok", "contact": p.contact, "tibia": p.surfaces, "E_Pa": p.E,
+                              "thickness_m": p.thickness,
                               "reference_lengths_m": knee.reference_lengths,
                               "reference_position_m": q_ref[:3].tolist()}
     flexions = np.arange(0.0, p.flexion_max_deg + 1e-9, p.flexion_step_deg)
     rows = []
+    solves = 0
+
+    def advance(flexion: float, state: dict[str, Any]) -> dict[str, Any]:
+        nonlocal solves
+        solves += 1
+        new = knee.solve(state["q"], flexion, state.get("active", SIDES), state.get("p"))
+        if not new["converged"]:
+            knee.jacobian = None  # the failed solve's is no start for the next
+        return new
+
     for path in (("internal", "external") if p.path == "both" else (p.path,)):
         # the femur's torque about z: minus the tibia's internal rotation
         q = q_ref.copy()
@@ -362,22 +394,32 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
             state = knee.solve(q, 0.0, state.get("active", SIDES), state.get("p"))
             q = state["q"] if state["converged"] else q
         knee.torque = -p.torque_Nm if path == "internal" else p.torque_Nm
+        state, last = {**state, "q": q}, 0.0
         for fl in flexions:
             say(f"{path} path: flexion {fl:g} deg")
-            state = knee.solve(q, math.radians(fl), state.get("active", SIDES), state.get("p"))
-            q = state["q"]
-            rows.append({"flexion_deg": float(fl), "path": path, "converged": state["converged"],
-                         "internal_rotation_deg": math.degrees(q[5]), "varus_deg": math.degrees(q[4]),
-                         "translation_m": q[:3].tolist(),
-                         "medial_force_N": state["forces"].get("medial", 0.0),
-                         "lateral_force_N": state["forces"].get("lateral", 0.0),
-                         "residual_N": float(np.abs(state["Q"][:3]).max()),
-                         "residual_Nm": float(np.abs(state["Q"][3:5]).max())})
+            # a step that does not converge (a stiff layer's contact moving fast) is taken in halves
+            state = continue_step(advance, lambda st: st["converged"], last, math.radians(fl), state, MAX_HALVINGS)
+            q, last = state["q"], math.radians(fl)
+            row = {"flexion_deg": float(fl), "path": path, "converged": state["converged"],
+                   "internal_rotation_deg": math.degrees(q[5]), "varus_deg": math.degrees(q[4]),
+                   "translation_m": q[:3].tolist(),
+                   "medial_force_N": state["forces"].get("medial", 0.0),
+                   "lateral_force_N": state["forces"].get("lateral", 0.0),
+                   "residual_N": float(np.abs(state["Q"][:3]).max()),
+                   "residual_Nm": float(np.abs(state["Q"][3:5]).max())}
+            for side, res in state.get("compartments", {}).items():  # the layer's (Fig. 10's quantities)
+                row[f"{side}_peak_stress_Pa"] = res.peak_pressure
+                row[f"{side}_max_displacement_m"] = float(res.depth.max())
+                row[f"{side}_area_m2"] = res.area
+            rows.append(row)
             if not state["converged"]:
                 values.update(status="failed", message=f"{path} path: no equilibrium at flexion {fl:g} deg "
                                                         f"(residual {np.abs(state['Q']).max():.3g})")
                 break
     values["envelope"] = rows
+    values["path_solves"] = solves
+    if not knee.rigid:
+        values["largest_stress"] = _largest_stress(rows)
     values["max_residual_N"] = max(r["residual_N"] for r in rows)
     values["max_residual_Nm"] = max(r["residual_Nm"] for r in rows)
     at95 = [r for r in rows if r["path"] == "internal" and abs(r["flexion_deg"] - 95.0) < 1e-9]
@@ -393,6 +435,19 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
     return summary
 
 
+def _largest_stress(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Where along the envelope the layer's stress peaks: the stress (Pa) and displacement (m),
+    the condyle, path and flexion (deg), beside the paper's (Fig. 10: the lateral condyle, the
+    internal path, 90 deg); None where no position was solved."""
+    candidates = [(r[f"{s}_peak_stress_Pa"], s, r) for r in rows if r["converged"] for s in SIDES
+                  if f"{s}_peak_stress_Pa" in r]
+    if not candidates:
+        return None
+    stress, side, row = max(candidates, key=lambda c: c[0])
+    return {"peak_stress_Pa": stress, "max_displacement_m": row[f"{side}_max_displacement_m"], "condyle": side,
+            "path": row["path"], "flexion_deg": row["flexion_deg"], "paper": PAPER_LARGEST_STRESS}
+
+
 class Blankevoort(Scenario, name="blankevoort", params=BlankevoortParams,
                   tables={f"{kind}_{side}": f"bk_{kind}_{side}" for kind in ("femoral", "tibial", "plane")
                           for side in SIDES},
@@ -401,17 +456,19 @@ class Blankevoort(Scenario, name="blankevoort", params=BlankevoortParams,
     def run(self, params: BlankevoortParams, tables: Tables, *, out: Path | None = None,
             progress: Progress | None = None) -> Summary:
         femoral = {s: tables.open(f"femoral_{s}", self.tables[f"femoral_{s}"]) for s in SIDES}
-        kind = "plane" if params.contact == "rigid" else "tibial"
+        kind = "plane" if params.surfaces == "planes" else "tibial"
         tibial = {s: tables.open(f"{kind}_{s}", self.tables[f"{kind}_{s}"]) for s in SIDES}
         return blankevoort(femoral, tibial, params, out=out, progress=progress)
 
     def table_names(self, params: BlankevoortParams) -> dict[str, str]:
-        kind = "plane" if params.contact == "rigid" else "tibial"
-        return {r: n for r, n in self.tables.items() if not r.startswith("plane" if kind == "tibial" else "tibial")}
+        unused = "tibial" if params.surfaces == "planes" else "plane"
+        return {r: n for r, n in self.tables.items() if not r.startswith(unused)}
 
     def report(self, summary: Summary) -> str:
-        lines = [f"blankevoort ({summary['contact']} contact): {summary['wall_s']:.1f} s wall; largest residuals "
-                 f"{summary['max_residual_N']:.2g} N, {summary['max_residual_Nm']:.2g} N m"]
+        on = "the plateaus' planes" if summary["tibia"] == "planes" else "the polynomial plateaus"
+        lines = [f"blankevoort ({summary['contact']} contact on {on}, E = "
+                 f"{summary['E_Pa'] / 1e6:g} MPa): {summary['wall_s']:.1f} s wall, {summary['path_solves']} solves; "
+                 f"largest residuals {summary['max_residual_N']:.2g} N, {summary['max_residual_Nm']:.2g} N m"]
         lines.append(f"  {'path':9s}{'flexion':>9s}{'int rot':>9s}{'varus':>8s}{'AP':>8s}{'ML':>8s}{'PD':>8s}"
                      f"{'medial':>9s}{'lateral':>9s}")
         lines.append(f"  {'':9s}{'[deg]':>9s}{'[deg]':>9s}{'[deg]':>8s}{'[mm]':>8s}{'[mm]':>8s}{'[mm]':>8s}"
@@ -426,5 +483,19 @@ class Blankevoort(Scenario, name="blankevoort", params=BlankevoortParams,
             a = summary["at_95_deg_internal"]
             lines.append(f"  at 95 deg (internal path): medial {a['medial_force_N']:.0f} N, lateral "
                          f"{a['lateral_force_N']:.0f} N; the paper (its specimen): 620 N / 440 N")
+        if summary.get("largest_stress"):
+            w = summary["largest_stress"]
+            lines.append(f"  largest layer stress {w['peak_stress_Pa'] / 1e6:.2f} MPa (displacement "
+                         f"{w['max_displacement_m'] * 1e3:.2f} mm): {w['condyle']} condyle, {w['path']} path, "
+                         f"{w['flexion_deg']:g} deg; the paper: lateral condyle, internal path, 90 deg")
         lines.extend(f"  wrote {f}" for f in summary.get("files", []))
         return "\n".join(lines)
+
+
+register(Study("blankevoort-modulus", "blankevoort", "Fig. 9: the cartilage's Young's modulus from 2.5 to 20 MPa "
+               "(linear layer)", tuple((f"E={E / 1e6:g}MPa", {"E": E}) for E in (2.5e6, 5e6, 10e6, 20e6)),
+               plot="blankevoort"))
+register(Study("blankevoort-contact", "blankevoort", "Figs. 7-8: thin layers on the polynomial plateaus, a layer and "
+               "rigid contact on their planes", (("linear", {}), ("nonlinear", {"contact": "nonlinear"}),
+                                                 ("linear-planes", {"tibia": "planes"}),
+                                                 ("rigid-planes", {"contact": "rigid"})), plot="blankevoort"))

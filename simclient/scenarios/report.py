@@ -240,7 +240,7 @@ def save_study(study: Any, cases: list[tuple[str, Summary]], out: Path) -> list[
     if study.plot == "prosthetic-knee":
         return save_prosthetic_knee(cases, out, name=study.name)
     figures = {"knee3d-checks": _placement_figure, "natural-knee-clearance": _clearance_figure,
-               "layer-drop": _layer_drop_figure}
+               "layer-drop": _layer_drop_figure, "blankevoort": _blankevoort_study_figure}
     fig = figures.get(study.plot, _knee2d_study_figure)(plt, cases)
     fig.suptitle(f"study {study.name}: {study.title}")
     fig.tight_layout()
@@ -533,7 +533,93 @@ def save_blankevoort(out: Path, summary: Summary) -> list[str]:
     fig.tight_layout()
     fig.savefig(out / "blankevoort_envelope.png", dpi=110)
     plt.close(fig)
-    return [str(out / "blankevoort_envelope.csv"), str(out / "blankevoort_envelope.png")]
+    files = [str(out / "blankevoort_envelope.csv"), str(out / "blankevoort_envelope.png")]
+    if summary["contact"] != "rigid":
+        files += _blankevoort_maps(plt, out, summary)
+    return files
+
+
+def _blankevoort_study_figure(plt: Any, cases: list[tuple[str, Summary]]) -> Any:
+    """Every case's envelope on shared axes against flexion (the internal path solid, the external
+    dashed): the tibia's internal rotation and varus, the femoral origin's AP, ML and PD
+    translations, and the two condyles' contact forces together."""
+    fig, axes = plt.subplots(2, 3, figsize=(16, 8))
+    panels = [("internal rotation [deg]", lambda r: r["internal_rotation_deg"]),
+              ("varus [deg]", lambda r: r["varus_deg"]),
+              ("AP, anterior [mm]", lambda r: r["translation_m"][0] * 1e3),
+              ("ML, medial [mm]", lambda r: r["translation_m"][1] * 1e3),
+              ("PD, proximal [mm]", lambda r: r["translation_m"][2] * 1e3),
+              ("contact force, both condyles [N]", lambda r: r["medial_force_N"] + r["lateral_force_N"])]
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, (label, s) in enumerate(cases):
+        for path, style in (("internal", "-"), ("external", "--")):
+            rows = [r for r in s["envelope"] if r["path"] == path and r["converged"]]
+            for ax, (_, value) in zip(axes.flat, panels):
+                ax.plot([r["flexion_deg"] for r in rows], [value(r) for r in rows], style,
+                        color=colours[k % len(colours)], label=f"{label}, {path}")
+    for ax, (name, _) in zip(axes.flat, panels):
+        ax.set(xlabel="flexion [deg]", ylabel=name)
+        ax.grid(alpha=0.3)
+    axes[0, 0].legend(fontsize=7)
+    return fig
+
+
+def _blankevoort_maps(plt: Any, out: Path, summary: Summary) -> list[str]:
+    """The paper's Fig. 10: the layer's displacement (mm) and stress (MPa) over each condyle's
+    contact at 45 and 90 deg flexion on each path, seen from above in the tibia frame (ML against
+    AP, mm): ``blankevoort_maps.png``, and the maps as ``blankevoort_maps.npz`` (per path, flexion
+    and condyle: the element centres (m, tibia frame), displacements (m) and stresses (Pa) of the
+    elements in contact)."""
+    from simclient.scenarios.blankevoort import rotation
+
+    knee = summary.artifacts["knee"]
+    rows = {(r["path"], r["flexion_deg"]): r for r in summary["envelope"] if r["converged"]}
+    shown = [(path, fl) for fl in (45.0, 90.0) for path in ("internal", "external") if (path, fl) in rows]
+    maps, arrays = {}, {}
+    for path, fl in shown:
+        r = rows[(path, fl)]
+        q = np.array([*r["translation_m"], *np.radians([fl, r["varus_deg"], r["internal_rotation_deg"]])])
+        R = rotation(q[3], q[4], q[5])
+        for side, (_, _, res) in knee.contact(q, full=True).items():
+            grid = knee.foundations[side].compartments[side].grid
+            at = grid.centre @ R.T + q[:3]  # element centres in the tibia frame
+            on = res.depth > 0  # in contact (a ray that meets the plateau through the condyle is no contact)
+            maps[(path, fl, side)] = (at[on], res.depth[on], res.pressure[on])
+            key = f"{path}_{fl:g}deg_{side}"
+            arrays.update({f"{key}_centre_m": at[on], f"{key}_displacement_m": res.depth[on],
+                           f"{key}_stress_Pa": res.pressure[on]})
+    np.savez(out / "blankevoort_maps.npz", **arrays)
+    if not maps:
+        return [str(out / "blankevoort_maps.npz")]
+    d_max = max(float(d.max(initial=0.0)) for _, d, _ in maps.values()) * 1e3
+    p_max = max(float(p.max(initial=0.0)) for _, _, p in maps.values()) / 1e6
+    fig, axes = plt.subplots(2, 4, figsize=(17, 8), squeeze=False)
+    for k, (path, fl) in enumerate(shown):
+        row, col = (0 if fl == 45.0 else 1), (0 if path == "internal" else 2)
+        for j, (quantity, scale, vmax, unit, cmap) in enumerate((("displacement", 1e3, d_max, "mm", "magma"),
+                                                                 ("stress", 1e-6, p_max, "MPa", "viridis"))):
+            ax = axes[row, col + j]
+            peaks = []
+            for side in ("medial", "lateral"):
+                if (path, fl, side) not in maps:
+                    continue
+                at, depth, stress = maps[(path, fl, side)]
+                value = (depth if quantity == "displacement" else stress) * scale
+                if len(value):
+                    sc = ax.scatter(at[:, 1] * 1e3, at[:, 0] * 1e3, c=value, s=6, marker="s", cmap=cmap, vmin=0,
+                                    vmax=vmax)
+                    peaks.append(f"{side[0]} {value.max():.2f}")
+            ax.set_title(f"{path} path, {fl:g} deg: {quantity} [{unit}]\npeak {', '.join(peaks)}", fontsize=9)
+            ax.set(xlabel="y, medial [mm]", ylabel="x, anterior [mm]", xlim=(-45, 45), ylim=(-30, 30))
+            ax.set_aspect("equal")
+            if peaks:
+                fig.colorbar(sc, ax=ax, shrink=0.7)
+    fig.suptitle(f"Blankevoort model, {summary['contact']} layer, E = {summary['E_Pa'] / 1e6:g} MPa: the layer's "
+                 "displacement and stress (the paper's Fig. 10)")
+    fig.tight_layout()
+    fig.savefig(out / "blankevoort_maps.png", dpi=110)
+    plt.close(fig)
+    return [str(out / "blankevoort_maps.npz"), str(out / "blankevoort_maps.png")]
 
 
 def save_natural_knee(out: Path, summary: Summary) -> list[str]:
