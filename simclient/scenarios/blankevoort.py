@@ -492,10 +492,10 @@ class Blankevoort(Scenario, name="blankevoort", params=BlankevoortParams,
         return "\n".join(lines)
 
 
-register(Study("blankevoort-modulus", "blankevoort", "Fig. 9: the cartilage's Young's modulus from 2.5 to 20 MPa "
-               "(linear layer)", tuple((f"E={E / 1e6:g}MPa", {"E": E}) for E in (2.5e6, 5e6, 10e6, 20e6)),
-               plot="blankevoort"))
-register(Study("blankevoort-contact", "blankevoort", "Figs. 7-8: thin layers on the polynomial plateaus, a layer and "
-               "rigid contact on their planes", (("linear", {}), ("nonlinear", {"contact": "nonlinear"}),
-                                                 ("linear-planes", {"tibia": "planes"}),
-                                                 ("rigid-planes", {"contact": "rigid"})), plot="blankevoort"))
+register(Study("blankevoort-modulus", "blankevoort", "Blankevoort et al. Fig. 9: the cartilage's Young's modulus "
+               "from 2.5 to 20 MPa (linear layer)", tuple((f"E={E / 1e6:g}MPa", {"E": E})
+                                                          for E in (2.5e6, 5e6, 10e6, 20e6)), plot="blankevoort"))
+register(Study("blankevoort-contact", "blankevoort", "Blankevoort et al. Figs. 7-8: thin layers on the polynomial "
+               "plateaus, a layer and rigid contact on their planes",
+               (("linear", {}), ("nonlinear", {"contact": "nonlinear"}), ("linear-planes", {"tibia": "planes"}),
+                ("rigid-planes", {"contact": "rigid"})), plot="blankevoort"))
