@@ -215,6 +215,18 @@ class BlankevoortKnee:
                 sides[s] = res
         return F, M, sides
 
+    def layer_map(self, q: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The layer over each condyle's contact at coordinates ``q`` (the paper's Fig. 10): per
+        side, the centres of the elements in contact (m, tibia frame), their displacements ``u_n``
+        (m) and stresses (Pa)."""
+        R = rotation(q[3], q[4], q[5])
+        out = {}
+        for side, (_, _, res) in self.contact(q, full=True).items():
+            on = res.depth > 0  # (a ray that meets the plateau through the condyle is no contact)
+            centre = self.foundations[side].compartments[side].grid.centre
+            out[side] = ((centre @ R.T + q[:3])[on], res.depth[on], res.pressure[on])
+        return out
+
     def generalized(self, q: np.ndarray, F: np.ndarray, M: np.ndarray) -> np.ndarray:
         """The generalized forces of the six coordinates (N for x, y, z; N m for the angles)."""
         Ri = rz(-q[5])

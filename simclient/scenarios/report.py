@@ -570,8 +570,6 @@ def _blankevoort_maps(plt: Any, out: Path, summary: Summary) -> list[str]:
     AP, mm): ``blankevoort_maps.png``, and the maps as ``blankevoort_maps.npz`` (per path, flexion
     and condyle: the element centres (m, tibia frame), displacements (m) and stresses (Pa) of the
     elements in contact)."""
-    from simclient.scenarios.blankevoort import rotation
-
     knee = summary.artifacts["knee"]
     rows = {(r["path"], r["flexion_deg"]): r for r in summary["envelope"] if r["converged"]}
     shown = [(path, fl) for fl in (45.0, 90.0) for path in ("internal", "external") if (path, fl) in rows]
@@ -579,15 +577,10 @@ def _blankevoort_maps(plt: Any, out: Path, summary: Summary) -> list[str]:
     for path, fl in shown:
         r = rows[(path, fl)]
         q = np.array([*r["translation_m"], *np.radians([fl, r["varus_deg"], r["internal_rotation_deg"]])])
-        R = rotation(q[3], q[4], q[5])
-        for side, (_, _, res) in knee.contact(q, full=True).items():
-            grid = knee.foundations[side].compartments[side].grid
-            at = grid.centre @ R.T + q[:3]  # element centres in the tibia frame
-            on = res.depth > 0  # in contact (a ray that meets the plateau through the condyle is no contact)
-            maps[(path, fl, side)] = (at[on], res.depth[on], res.pressure[on])
+        for side, (at, depth, stress) in knee.layer_map(q).items():
+            maps[(path, fl, side)] = (at, depth, stress)
             key = f"{path}_{fl:g}deg_{side}"
-            arrays.update({f"{key}_centre_m": at[on], f"{key}_displacement_m": res.depth[on],
-                           f"{key}_stress_Pa": res.pressure[on]})
+            arrays.update({f"{key}_centre_m": at, f"{key}_displacement_m": depth, f"{key}_stress_Pa": stress})
     np.savez(out / "blankevoort_maps.npz", **arrays)
     if not maps:
         return [str(out / "blankevoort_maps.npz")]
