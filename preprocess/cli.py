@@ -182,7 +182,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         table, report = fit_to_table(args.input, args.out, param=args.param, axis=args.axis,
                                      grid=list(args.grid), record=list(args.record), ctrl=args.ctrl, tol=args.tol,
-                                     units=args.units, method=args.method, back=args.back, crop=args.crop,
+                                     units=args.units, method=args.method, degree=args.degree, back=args.back,
+                                     crop=args.crop,
                                      max_tilt_deg=args.max_tilt,
                                      overwrite=args.overwrite, residual_map=args.residual_map)
     for w in {str(c.message) for c in caught if "analytic normal" not in str(c.message)}:
@@ -192,7 +193,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     else:
         r = report
         net = (f"control net {r['control_net'][0]} x {r['control_net'][1]}" if "control_net" in r
-               else f"{r['centres']} thin-plate centres")
+               else f"{r['centres']} thin-plate centres" if "centres" in r else f"degree {r['degree']}")
         print(f"fitted {args.input} -> {table.location} ({r['parametrization_chosen']}; {r['method']}, {net}, "
               f"{r['points']} points)")
         if r.get("max_tilt_deg") is not None:
@@ -245,8 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--max-tilt", type=float, metavar="DEG",
                    help="leave out the mesh triangles tilted more than DEG from the parametrization's outward "
                         "direction (walls a height field cannot follow), e.g. a femoral component: --max-tilt 45")
-    f.add_argument("--method", choices=["bspline", "tps"], default="bspline",
-                   help="penalized B-spline, or Argatov's regularized thin plate (planar) [bspline]")
+    f.add_argument("--method", choices=["bspline", "tps", "polynomial"], default="bspline",
+                   help="penalized B-spline, Argatov's regularized thin plate (planar) or Blankevoort's bivariate "
+                        "polynomial height field (planar) [bspline]")
+    f.add_argument("--degree", type=int, help="the B-spline's degree [3], or the polynomial's total degree [6]")
     f.add_argument("--back", help="back surface for the thickness field: a mesh/cloud file or plane:AXIS=VALUE "
                                   "(VALUE in --units), e.g. plane:y=0")
     f.add_argument("--grid", type=_pair, default=(201, 201), help="table points, NUxNV [201x201]")

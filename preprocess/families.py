@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -243,12 +243,15 @@ class EllipticParaboloid(Family):
 
 
 class HeightPolynomial(Family):
-    """A height field ``s = (u, v, f(u, v))``, ``f = sum_ij c[i][j] u^i v^j`` (metres): the bivariate
-    polynomial surfaces of Blankevoort et al. (1991) for the tibial plateaus. ``coefficients`` is
-    the matrix ``c`` (row i: the powers of u); normal to the +z side."""
+    """A height field over a plane, ``s(u, v) = origin + u e1 + v e2 + f(u, v) normal`` (metres),
+    ``f = sum_ij c[i][j] (u/L)^i (v/L)^j``: the bivariate polynomial surfaces of Blankevoort et al.
+    (1991) for the tibial plateaus. ``coefficients`` is the matrix ``c`` (row i: the powers of u,
+    metres); ``scale`` L (m, default 1) keeps the coefficients of a high degree well conditioned;
+    the frame ``origin``, ``e1``, ``e2``, ``normal`` (unit, e1 x e2 = normal) defaults to the
+    table's own (0, x, y, z). Normal to the +normal side."""
 
     name = "height_polynomial"
-    params = ("coefficients",)
+    params = ("coefficients", "scale", "origin", "e1", "e2", "normal")
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -260,16 +263,32 @@ class HeightPolynomial(Family):
             raise DefinitionError(f"{self.name}: coefficients must be a non-empty matrix of finite numbers "
                                   "(row i: the coefficients of u^i v^0, u^i v^1, ...)")
         self.c = c
+        self.L = float(params.get("scale", 1.0))
+        if not 0 < self.L < math.inf:
+            raise DefinitionError(f"{self.name}: scale must be a positive length (m), got {params.get('scale')!r}")
+        self.frame = [_vector(self.name, params.get(k, default), k)
+                      for k, default in (("e1", (1, 0, 0)), ("e2", (0, 1, 0)), ("normal", (0, 0, 1)))]
+        self.origin = np.asarray(params.get("origin", (0.0, 0.0, 0.0)), float)
+        if self.origin.shape != (3,) or not np.isfinite(self.origin).all():
+            raise DefinitionError(f"{self.name}: origin must be 3 finite numbers, got {params.get('origin')!r}")
 
     def evaluate(self, u: np.ndarray, v: np.ndarray) -> Arrays:
         u, v = np.broadcast_arrays(np.asarray(u, float), np.asarray(v, float))
         P = np.polynomial.polynomial
-        f = P.polyval2d(u, v, self.c)
-        fu = P.polyval2d(u, v, P.polyder(self.c, axis=0)) if self.c.shape[0] > 1 else np.zeros_like(u)
-        fv = P.polyval2d(u, v, P.polyder(self.c, axis=1)) if self.c.shape[1] > 1 else np.zeros_like(u)
-        one, zero = np.ones_like(u), np.zeros_like(u)
-        return (np.stack([u, v, f], axis=-1), np.stack([one, zero, fu], axis=-1),
-                np.stack([zero, one, fv], axis=-1))
+        a, b = u / self.L, v / self.L
+        f = P.polyval2d(a, b, self.c)
+        fu = P.polyval2d(a, b, P.polyder(self.c, axis=0)) / self.L if self.c.shape[0] > 1 else np.zeros_like(u)
+        fv = P.polyval2d(a, b, P.polyder(self.c, axis=1)) / self.L if self.c.shape[1] > 1 else np.zeros_like(u)
+        return _over_plane((self.origin, *self.frame), u, v, f, fu, fv)
+
+
+def _over_plane(frame: Sequence[np.ndarray], u: np.ndarray, v: np.ndarray, w: np.ndarray, wu: np.ndarray,
+                wv: np.ndarray) -> Arrays:
+    """Point and partials of the height field ``origin + u e1 + v e2 + w normal`` (``frame`` =
+    origin, e1, e2, normal) with heights ``w`` and their partials ``wu``, ``wv`` (arrays of u's shape)."""
+    o, e1, e2, n = frame
+    u, v, w, wu, wv = (x[..., None] for x in (u, v, w, wu, wv))
+    return o + u * e1 + v * e2 + w * n, e1 + wu * n, e2 + wv * n
 
 
 def _knots(name: str, key: str, knots: Any, n: int, p: int) -> np.ndarray:
@@ -412,11 +431,7 @@ class ThinPlate(Family):
             w[i:i + 2000] = self.b[0] + x[i:i + 2000] @ self.b[1:] / self.L + (0.5 * r2 * lg) @ self.f
             # d/dx (r^2 ln r) = (2 ln r + 1) (x - c) = (ln r2 + 1) (x - c), then / L for metres
             g[i:i + 2000] = (self.b[1:] + np.einsum("nk,nkj->nj", (lg + 1) * self.f, d)) / self.L
-        o, e1, e2, n = self.frame
-        s = o + x[:, :1] * e1 + x[:, 1:] * e2 + w[:, None] * n
-        su = e1 + g[:, :1] * n
-        sv = e2 + g[:, 1:] * n
-        return s.reshape(u.shape + (3,)), su.reshape(u.shape + (3,)), sv.reshape(u.shape + (3,))
+        return _over_plane(self.frame, u, v, w.reshape(u.shape), g[:, 0].reshape(u.shape), g[:, 1].reshape(u.shape))
 
 
 #: the polar profiles' piecewise cubics by name, with the IMSL routine of the thesis each stands for:

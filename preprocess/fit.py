@@ -19,6 +19,8 @@ Pipeline (``fit_spec``; ``preprocess.build.fit_to_table`` builds the table):
    corrected to the foot points on the fitted surface and the fit repeated (Hoschek's parameter
    correction), so residuals are orthogonal distances. The result is exactly a ``nurbs`` family
    definition (unit weights), built and differentiated by the same code as any NURBS table.
+   ``polynomial`` (planar only): Blankevoort's bivariate polynomial height field of total degree
+   ``degree`` (default 6) by least squares (:func:`fit_polynomial`).
    ``tps`` (planar only): Argatov's regularized thin-plate fit, eqs. (34)-(38): the height field
    ``w = b0 + b1 a + b2 b + sum f_k r_k^2 ln r_k`` minimizing the bending energy subject to the RMS
    residual equal to the tolerance (the Lagrange multiplier found by bisection). Assumption: for
@@ -54,14 +56,15 @@ from scipy.sparse.linalg import splu
 from scipy.spatial import cKDTree
 
 from preprocess.errors import DefinitionError, FitError
-from preprocess.families import ThinPlate
+from preprocess.families import HeightPolynomial, ThinPlate
 from preprocess.spec import parse_surface, sample_points
 
 __all__ = ["UNITS", "FitData", "load_data", "Parametrization", "PlanarParametrization", "CylindricalParametrization",
            "SphericalParametrization", "ToroidalParametrization", "choose_parametrization", "fit_bspline", "fit_tps",
-           "FitResult", "fit_spec", "FIT_KEYS"]
+           "fit_polynomial", "FitResult", "fit_spec", "FIT_KEYS"]
 
 UNITS = {"m": 1.0, "mm": 1e-3, "cm": 1e-2, "um": 1e-6}
+MAX_POLYNOMIAL_DEGREE = 12  # (91 terms; Blankevoort et al. went to 7)
 DEFAULT_TOL = 1e-5  # m: RMS tolerance when none is given (half the 0.02 mm target for implant CAD)
 FOOTPRINT_FACTOR = 2.0  # a table point is inside the footprint within 2x the data's p95 spacing
 TPS_MAX_CENTRES = 1500
@@ -738,6 +741,35 @@ def fit_tps(pts: np.ndarray, par: PlanarParametrization, tol: float | None = Non
     return FitResult("thin_plate", params, domain, report, res, foot)
 
 
+def fit_polynomial(pts: np.ndarray, par: PlanarParametrization, degree: int = 6) -> FitResult:
+    """Blankevoort's height field over the plane of ``par``: the bivariate polynomial of total
+    degree ``degree`` (``c_ij`` for ``i + j <= degree``, in ``(u/L, v/L)`` with L the data's largest
+    distance from the origin along e1 or e2, so the normal equations stay conditioned) fitted to
+    the heights by least squares. Blankevoort et al. (1991) used degrees 4, 6 and 7 for the tibial
+    plateaus and report the residuals' SD (0.27 mm medial, degree 6; 0.39 mm lateral, degree 7)."""
+    if par.kind != "planar":
+        raise FitError("the polynomial method fits height fields: use it with --param planar")
+    if not (isinstance(degree, int) and 1 <= degree <= MAX_POLYNOMIAL_DEGREE):
+        raise FitError(f"polynomial fit: degree must be an integer from 1 to {MAX_POLYNOMIAL_DEGREE}, got {degree!r}")
+    a, b, h = par.project(pts)
+    check_folds(a, b, h)
+    powers = [(i, j) for i in range(degree + 1) for j in range(degree + 1 - i)]
+    if len(pts) < 2 * len(powers):
+        raise FitError(f"{len(pts)} points are too few for a polynomial of degree {degree} ({len(powers)} terms)")
+    scale = float(max(np.abs(a).max(), np.abs(b).max()))
+    A = np.column_stack([(a / scale) ** i * (b / scale) ** j for i, j in powers])
+    x = np.linalg.lstsq(A, h, rcond=None)[0]
+    c = np.zeros((degree + 1, degree + 1))
+    for (i, j), value in zip(powers, x):
+        c[i, j] = value
+    params = {"coefficients": c.tolist(), "scale": scale, "origin": par.origin.tolist(), "e1": par.e1.tolist(),
+              "e2": par.e2.tolist(), "normal": par.n.tolist()}
+    fam = HeightPolynomial(**params)
+    domain = ((float(a.min()), float(a.max())), (float(b.min()), float(b.max())))
+    foot, res = _foot_points(lambda q: fam.evaluate(q[:, 0], q[:, 1]), pts, np.column_stack([a, b]), domain)
+    return FitResult("height_polynomial", params, domain, _report("polynomial", par, res, degree=degree), res, foot)
+
+
 def _tps_rows(ab: np.ndarray, centres: np.ndarray, scale: float, Z: np.ndarray) -> np.ndarray:
     """Design rows ``[K Z, 1, a/L, b/L]`` of the thin-plate fit in null-space coordinates."""
     return np.column_stack([ThinPlate.kernel(ab, centres, scale) @ Z, np.ones(len(ab)), ab / scale])
@@ -786,14 +818,16 @@ def _thickness(back: str, units: str, base: Path) -> Callable[[np.ndarray], np.n
 # --------------------------------------------------------------------------------- fit to table
 def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[Any, dict[str, Any], FitResult]:
     """Fit the data of a ``family = "fit"`` definition and return the table's :class:`SurfaceSpec`
-    (a ``nurbs`` or ``thin_plate`` surface with the extra fields), the report and the fit.
+    (a ``nurbs``, ``thin_plate`` or ``height_polynomial`` surface with the extra fields), the report and
+    the fit.
 
     Keys: ``input`` (path, relative to ``base``), ``param`` (planar | cylindrical | spherical |
     toroidal | auto), ``axis``, ``crop`` (a condition ``AXIS<VALUE`` or a list of them, see
     :func:`load_data`), ``max_tilt_deg`` (a mesh's triangles tilted more than this from the
     parametrization's outward direction are left out: walls, see :func:`_facing`), ``ctrl``
-    ([m, n]), ``tol`` (m), ``units``, ``method`` (bspline | tps),
-    ``back`` (a path or ``plane:AXIS=VALUE``), ``degree``, ``smoothing``, plus the grid keys
+    ([m, n]), ``tol`` (m), ``units``, ``method`` (bspline | tps | polynomial),
+    ``back`` (a path or ``plane:AXIS=VALUE``), ``degree`` (the B-spline's, default 3; the
+    polynomial's total degree, default 6), ``smoothing``, plus the grid keys
     (``grid``, ``record``, ``codec``, ...). The table's parameter range is the data's.
     """
     if "input" not in d:
@@ -802,8 +836,8 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
     path = Path(d["input"]) if Path(d["input"]).is_absolute() else base / d["input"]
     units = d.get("units", "m")
     method = d.get("method", "bspline")
-    if method not in ("bspline", "tps"):
-        raise FitError(f"{name}: unknown method {method!r}; choose bspline or tps")
+    if method not in ("bspline", "tps", "polynomial"):
+        raise FitError(f"{name}: unknown method {method!r}; choose bspline, tps or polynomial")
     tol = d.get("tol")
     if tol is not None and not (isinstance(tol, (int, float)) and 0 < tol < math.inf):  # (0, -1, nan fitted silently)
         raise FitError(f"{name}: tol must be a positive RMS distance (m), got {tol!r}")
@@ -819,10 +853,15 @@ def fit_spec(name: str, d: Mapping[str, Any], base: str | Path = ".") -> tuple[A
         data = load_data(path, units, crop, _facing(par, d["max_tilt_deg"]))
         walls = everything - len(data.points)
     ctrl = tuple(d["ctrl"]) if d.get("ctrl") is not None else None
-    if method == "tps":
+    if method in ("tps", "polynomial"):
         if not isinstance(par, PlanarParametrization):
-            raise FitError(f"{path}: the tps method fits height fields; the data need {why}")
-        fit = fit_tps(data.points, par, tol=tol)
+            raise FitError(f"{path}: the {method} method fits height fields; the data need {why}")
+        degree = d.get("degree", 6)
+        if method == "polynomial" and (isinstance(degree, bool) or not isinstance(degree, int)
+                                       or not 1 <= degree <= MAX_POLYNOMIAL_DEGREE):
+            raise FitError(f"{name}: the polynomial's degree must be an integer from 1 to {MAX_POLYNOMIAL_DEGREE}, "
+                           f"got {degree!r}")
+        fit = fit_tps(data.points, par, tol=tol) if method == "tps" else fit_polynomial(data.points, par, degree)
     else:
         fit = fit_bspline(data.points, par, ctrl=ctrl, tol=tol, degree=int(d.get("degree", 3)),
                           smoothing=float(d.get("smoothing", 1e-6)))

@@ -220,6 +220,44 @@ def test_thin_plate_fit_meets_the_tolerance_and_the_truth():
     assert not tight.report["tolerance_met"]
 
 
+def test_polynomial_fit_recovers_a_polynomial_and_the_noise():
+    """Blankevoort's height field: points on a degree-4 polynomial over a tilted plane are fitted
+    exactly by degree 4 (to round-off), with 10 um of noise the residual RMS is the noise and the
+    surface stays within a third of it of the truth; on an ellipsoid's cap, which no polynomial is,
+    the residual falls as the degree grows."""
+    from preprocess.fit import fit_polynomial
+
+    rng = np.random.default_rng(3)
+    ab = rng.uniform(-0.02, 0.02, (3000, 2))
+    c = np.zeros((5, 5))
+    c[0, 0], c[2, 0], c[0, 2], c[1, 1], c[3, 1], c[0, 4] = 0.001, 0.004, 0.002, -0.001, 0.0005, -0.0008
+    L = 0.02
+    frame = np.linalg.qr(rng.normal(size=(3, 3)))[0]  # a tilted plane: rows e1, e2, normal
+    frame[2] = np.cross(frame[0], frame[1])
+    origin = np.array([0.01, -0.02, 0.03])
+    w = np.polynomial.polynomial.polyval2d(ab[:, 0] / L, ab[:, 1] / L, c)
+    pts = origin + ab @ frame[:2] + w[:, None] * frame[2]
+    par = PlanarParametrization.fit(pts, frame[2])
+    exact = fit_polynomial(pts, par, 4)
+    assert exact.report["residual_max_m"] < 1e-12 and exact.family == "height_polynomial"
+    fam = make_family("height_polynomial", exact.parameters)
+    s, su, sv = fam.evaluate(*np.array(exact.domain).mean(axis=1))
+    F = (s - origin) @ frame.T  # the fitted surface's point in the truth's plane coordinates
+    assert F[2] == pytest.approx(np.polynomial.polynomial.polyval2d(F[0] / L, F[1] / L, c), abs=1e-12)
+    noisy = pts + rng.normal(0, SIGMA, (len(pts), 1)) * frame[2]
+    fit = fit_polynomial(noisy, par, 4)
+    assert fit.report["residual_rms_m"] == pytest.approx(SIGMA, rel=0.05)
+    uv = rng.uniform(-0.015, 0.015, (500, 2))
+    s, _, _ = make_family("height_polynomial", fit.parameters).evaluate(uv[:, 0], uv[:, 1])
+    F = (s - origin) @ frame.T
+    error = F[:, 2] - np.polynomial.polynomial.polyval2d(F[:, 0] / L, F[:, 1] / L, c)
+    assert np.sqrt(np.mean(error**2)) < SIGMA / 3
+    cap, _ = _noisy("ellipsoid_cap", n=4000)
+    cap_par = PlanarParametrization.fit(cap, "z")
+    sd = [fit_polynomial(cap, cap_par, d).report["residual_sd_m"] for d in (2, 4, 6)]
+    assert sd[0] > sd[1] > sd[2] > SIGMA * 0.9
+
+
 def test_control_net_grows_until_tolerance():
     rng = np.random.default_rng(3)
     xy = rng.uniform(-0.02, 0.02, (20000, 2))
@@ -338,6 +376,13 @@ def test_bad_inputs(tmp_path):
         load_data(big, "m")
     with pytest.raises(FitError, match="tps method fits height fields"):
         fit_spec("x", {"input": str(big), "units": "mm", "method": "tps", "param": "spherical"})
+    with pytest.raises(FitError, match="polynomial method fits height fields"):
+        fit_spec("x", {"input": str(big), "units": "mm", "method": "polynomial", "param": "spherical"})
+    for degree in (0, 13, 2.5, True):
+        with pytest.raises(FitError, match=re.escape(f"x: the polynomial's degree must be an integer from 1 to 12, "
+                                                     f"got {degree!r}")):
+            fit_spec("x", {"input": str(big), "units": "mm", "method": "polynomial", "param": "planar",
+                           "degree": degree})
     # the CLI: exit 1 naming the input, nothing written
     out = tmp_path / "t.zarr"
     r = subprocess.run([sys.executable, "-m", "preprocess.cli", "fit", str(nan), "--out", str(out)],
@@ -425,3 +470,28 @@ def test_real_femoral_condyles_toroidal_fits_meet_the_target(tmp_path, side, cro
     report = _cli_fit(tmp_path, "femoral-component", "--param", "toroidal", "--crop", crop)
     assert report["parametrization"]["kind"] == "toroidal" and report["crop"] == [crop]
     assert report["residual_rms_m"] <= 0.02e-3 and report["residual_p99_m"] <= 0.1e-3
+
+
+LENHART = SHARED_DATA / "lenhart2015"
+
+
+@pytest.mark.skipif(not LENHART.exists(), reason="../shared/data/lenhart2015 is absent")
+def test_real_plateaus_as_blankevoorts_polynomials(tmp_path):
+    """``sample_surfaces/real/blankevoort_plateaus.toml``: each plateau of a real tibial cartilage
+    as a polynomial height field of the paper's degrees fits within the residual SDs the paper
+    reports for its specimen (0.27 mm medial, degree 6; 0.39 mm lateral, degree 7); a lower degree
+    fits worse."""
+    from conftest import ROOT, build_definition
+
+    from preprocess.fit import fit_polynomial
+
+    out = build_definition(ROOT / "sample_surfaces" / "real" / "blankevoort_plateaus.toml", tmp_path)
+    for side, degree, paper, crop in (("medial", 6, 0.27e-3, "z<0.001"), ("lateral", 7, 0.39e-3, "z>0.001")):
+        path = out / f"lenhart_plateau_{side}.zarr"
+        assert verify_table(path).ok
+        fit = open_table(path).header.source["fit"]
+        assert fit["method"] == "polynomial" and fit["degree"] == degree
+        assert 0.05e-3 < fit["residual_sd_m"] < paper
+        data = load_data(LENHART / "lenhart2015-R-tibia-cartilage.stl", crop=[crop])
+        par = PlanarParametrization.fit(data.points)
+        assert fit_polynomial(data.points, par, 4).report["residual_sd_m"] > 1.5 * fit["residual_sd_m"]
