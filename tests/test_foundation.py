@@ -394,3 +394,21 @@ def test_a_ball_and_socket_layer_gives_the_closed_form_force(sample_tables, disp
         assert np.abs(r.torque).max() < 1e-12
     elif displacement == (1e-5, 0.0, 0.0):
         assert r.area == pytest.approx(whole / 2, rel=2e-4)
+
+
+def test_a_ray_meeting_the_moving_surfaces_back_is_no_contact(sample_tables):
+    """Elements on a plane facing +z, a moving plane 5 mm behind them: facing the elements (turned
+    over, normal -z) it interpenetrates them all by 5 mm; facing away (normal +z, as a condyle's far
+    side seen through the condyle) the rays meet its back, which is no contact, with either
+    quadrature (it was counted active, at a depth of -inf)."""
+    layer = open_surface(sample_tables / "ef_layer.zarr")
+    grid = element_grid(layer, "layer", (-0.002, 0.002), (-0.002, 0.002), (6, 6), 0.01)
+    behind = np.array([0.0, 0.0, -0.005])
+    for quadrature in ("centre", "quadratic"):
+        contact = FoundationContact([grid], open_surface(sample_tables / "ground.zarr"), LinearLayer(10e6, 0.3),
+                                    quadrature=quadrature)
+        facing = contact.evaluate(I3, np.zeros(3), rotation_matrix(np.array([0.0, 1.0, 0.0, 0.0])), behind,
+                                  full=True)["layer"]
+        assert facing.active.all() and facing.depth == pytest.approx(0.005, abs=1e-9)
+        away = contact.evaluate(I3, np.zeros(3), I3, behind, full=True)["layer"]
+        assert not away.active.any() and not away.depth.any() and away.force == pytest.approx(np.zeros(3))

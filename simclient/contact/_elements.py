@@ -365,11 +365,15 @@ def _midsurface(out, k, R, normal, mid, m):
     """Element ``k``'s ray distance turned into the signed interpenetration along the midsurface
     normal (m; > 0 penetrating), its unit midsurface normal written to ``mid[m]`` (fixed frame: the
     direction the moving body is pushed). For a locally flat moving surface at angle ``a`` to the
-    element the ray distance ``t`` becomes ``-t cos(a) / cos(a / 2)``."""
+    element the ray distance ``t`` becomes ``-t cos(a) / cos(a / 2)``. NaN where the moving surface
+    does not face the element (``cos a <= 0``): the ray met its back, through the moving body or
+    the element's own (a condyle's far side), which is no contact whatever the distance."""
     n0 = R[0, 0] * out[k, 3] + R[0, 1] * out[k, 4] + R[0, 2] * out[k, 5]  # the moving normal, fixed frame
     n1 = R[1, 0] * out[k, 3] + R[1, 1] * out[k, 4] + R[1, 2] * out[k, 5]
     n2 = R[2, 0] * out[k, 3] + R[2, 1] * out[k, 4] + R[2, 2] * out[k, 5]
     cos_a = min(max(-(normal[k, 0] * n0 + normal[k, 1] * n1 + normal[k, 2] * n2), -1.0), 1.0)
+    if cos_a <= 0.0:
+        return math.nan
     b0, b1, b2 = normal[k, 0] - n0, normal[k, 1] - n1, normal[k, 2] - n2
     nb = max(math.sqrt(b0 * b0 + b1 * b1 + b2 * b2), 1e-300)
     mid[m, 0], mid[m, 1], mid[m, 2] = b0 / nb, b1 / nb, b2 / nb
@@ -389,15 +393,17 @@ def _on_body(out, near, evaluated, k, field, u0, du, v0, dv, radius):
 @jit
 def _penetrating(out, near, evaluated, R, normal, field, u0, du, v0, dv, radius, index, depth, mid):
     """The penetrating elements of a search (Bei & Fregly's centre rule): on the body
-    (:func:`_on_body`) and hit at a negative ray distance. Writes their indices to ``index[:m]``,
+    (:func:`_on_body`), hit at a negative ray distance by a moving surface that faces them. Writes their indices to ``index[:m]``,
     the interpenetration along the midsurface normal to ``depth`` (m) and the unit midsurface
     normals to ``mid[:m]`` (:func:`_midsurface`); returns m."""
     m = 0
     for k in range(near.shape[0]):
         if out[k, 0] < 0 and _on_body(out, near, evaluated, k, field, u0, du, v0, dv, radius):
-            depth[k] = _midsurface(out, k, R, normal, mid, m)
-            index[m] = k
-            m += 1
+            d = _midsurface(out, k, R, normal, mid, m)
+            if d > 0:  # (NaN: the ray met the moving surface's back)
+                depth[k] = d
+                index[m] = k
+                m += 1
     return m
 
 
@@ -434,7 +440,8 @@ def _slopes(lo, c, hi):
 def _sub_depths(out, near, evaluated, R, normal, field, u0, du, v0, dv, radius, nu, nv, s, mid_all, index,
                 depth, mid, sub):
     """The ``quadratic`` quadrature: the signed interpenetration (smooth across the contact's edge,
-    unlike the pressure) of every element on the body (:func:`_on_body`), to ``s`` (NaN elsewhere),
+    unlike the pressure) of every element on the body (:func:`_on_body`) that the moving surface faces,
+    to ``s`` (NaN elsewhere),
     is interpolated over each element by the quadratic through it and its eight neighbours (one-sided
     or constant along a direction where they are unknown, and then capped at the largest of them
     so that it never overshoots the data) and sampled at ``SUB_POINTS`` sub-points. The elements with any
