@@ -222,7 +222,7 @@ class BlankevoortKnee:
         R = rotation(q[3], q[4], q[5])
         out = {}
         for side, (_, _, res) in self.contact(q, full=True).items():
-            on = res.depth > 0  # (a ray that meets the plateau through the condyle is no contact)
+            on = res.depth > 0  # the elements in contact
             centre = self.foundations[side].compartments[side].grid.centre
             out[side] = ((centre @ R.T + q[:3])[on], res.depth[on], res.pressure[on])
         return out
