@@ -393,9 +393,9 @@ def _on_body(out, near, evaluated, k, field, u0, du, v0, dv, radius):
 @jit
 def _penetrating(out, near, evaluated, R, normal, field, u0, du, v0, dv, radius, index, depth, mid):
     """The penetrating elements of a search (Bei & Fregly's centre rule): on the body
-    (:func:`_on_body`), hit at a negative ray distance by a moving surface that faces them. Writes their indices to ``index[:m]``,
-    the interpenetration along the midsurface normal to ``depth`` (m) and the unit midsurface
-    normals to ``mid[:m]`` (:func:`_midsurface`); returns m."""
+    (:func:`_on_body`), hit at a negative ray distance by a moving surface that faces them. Writes
+    their indices to ``index[:m]``, the interpenetration along the midsurface normal to ``depth``
+    (m) and the unit midsurface normals to ``mid[:m]`` (:func:`_midsurface`); returns m."""
     m = 0
     for k in range(near.shape[0]):
         if out[k, 0] < 0 and _on_body(out, near, evaluated, k, field, u0, du, v0, dv, radius):
@@ -440,14 +440,13 @@ def _slopes(lo, c, hi):
 def _sub_depths(out, near, evaluated, R, normal, field, u0, du, v0, dv, radius, nu, nv, s, mid_all, index,
                 depth, mid, sub):
     """The ``quadratic`` quadrature: the signed interpenetration (smooth across the contact's edge,
-    unlike the pressure) of every element on the body (:func:`_on_body`) that the moving surface faces,
-    to ``s`` (NaN elsewhere),
-    is interpolated over each element by the quadratic through it and its eight neighbours (one-sided
-    or constant along a direction where they are unknown, and then capped at the largest of them
-    so that it never overshoots the data) and sampled at ``SUB_POINTS`` sub-points. The elements with any
-    penetrating sub-point: indices to ``index[:m]``, their centre's interpenetration (>= 0) to
-    ``depth``, midsurface normals to ``mid[:m]``, sub-point interpenetrations (m) to ``sub[:m]``;
-    returns m."""
+    unlike the pressure) of every element on the body (:func:`_on_body`) that the moving surface
+    faces, to ``s`` (NaN elsewhere), is interpolated over each element by the quadratic through it
+    and its eight neighbours (one-sided or constant along a direction where they are unknown, and
+    then capped at the largest of them so that it never overshoots the data) and sampled at
+    ``SUB_POINTS`` sub-points. The elements with any penetrating sub-point: indices to
+    ``index[:m]``, their centre's interpenetration (>= 0) to ``depth``, midsurface normals to
+    ``mid[:m]``, sub-point interpenetrations (m) to ``sub[:m]``; returns m."""
     n = nu * nv
     for k in range(n):
         s[k] = math.nan

@@ -34,6 +34,7 @@ from simclient.geometry import euler_from_matrix, rotation_matrix
 __all__ = ["COORDINATES", "NewtonResult", "newton", "settle", "StaticResult", "StaticProblem", "continue_step"]
 
 COORDINATES = ("x", "y", "z", "rx", "ry", "rz")
+S = TypeVar("S")  # a path's solution, whatever the solver returns
 _STEP = np.array([1e-7] * 3 + [1e-7] * 3)
 
 
@@ -361,22 +362,16 @@ class StaticProblem:
         split in halves (at most ``max_halvings`` times, :func:`continue_step`); the path stops at a
         step that still fails (its result, not converged, is the last)."""
         out: list[StaticResult] = []
-        q = None if q0 is None else np.asarray(q0, float)
-        s_prev = None
         for s in steps:
-            if s_prev is None or q is None:
-                res = self.solve(s, q)
+            if not out:
+                res = self.solve(s, None if q0 is None else np.asarray(q0, float))
             else:
-                res = continue_step(lambda s_, r: self.solve(s_, r.q), lambda r: r.converged, s_prev, s, out[-1],
+                res = continue_step(lambda s_, r: self.solve(s_, r.q), lambda r: r.converged, out[-1].s, s, out[-1],
                                     max_halvings)
             out.append(res)
             if not res.converged:
                 break
-            q, s_prev = res.q, s
         return out
-
-
-S = TypeVar("S")
 
 
 def continue_step(solve: Callable[[float, S], S], converged: Callable[[S], bool], s_prev: float, s: float, start: S,
