@@ -27,6 +27,11 @@ Contact per compartment (medial: y > 0):
   the condyle table and the plane table holds the gap at zero with the contact force as one more
   unknown per compartment; a compartment whose force comes out tensile is dropped (the paper's
   active set).
+``tibia``: the layers may also run on the planes (the paper's Figs. 7-8 compare the two); rigid
+contact runs on the planes only. Each row of the envelope also gives, for the layers, each condyle's
+peak stress, largest displacement ``u_n`` and contact area (Fig. 10's quantities); a flexion step
+that does not converge is taken in halves (:func:`simclient.dynamics.continue_step`). The studies
+``blankevoort-modulus`` (Fig. 9) and ``blankevoort-contact`` (Figs. 7-8) are registered here.
 
 Assumptions (the paper gives the surfaces and the insertions in figures only): the surfaces of
 ``sample_surfaces/blankevoort.toml`` (ellipsoidal condyles, polynomial plateaus) and the insertions
