@@ -263,7 +263,10 @@ class HeightPolynomial(Family):
             raise DefinitionError(f"{self.name}: coefficients must be a non-empty matrix of finite numbers "
                                   "(row i: the coefficients of u^i v^0, u^i v^1, ...)")
         self.c = c
-        self.L = float(params.get("scale", 1.0))
+        try:
+            self.L = float(params.get("scale", 1.0))
+        except (TypeError, ValueError):
+            self.L = math.nan
         if not 0 < self.L < math.inf:
             raise DefinitionError(f"{self.name}: scale must be a positive length (m), got {params.get('scale')!r}")
         self.frame = [_vector(self.name, params.get(k, default), k)

@@ -197,3 +197,29 @@ def test_degenerate_normal_with_analytic_normal_warns():
         pts = sample_points(spec, 0, 5, 0, 9)
     np.testing.assert_allclose(pts[0, :, 5:8], np.broadcast_to([0, 0, -1.0], (9, 3)), atol=1e-12)
     np.testing.assert_allclose(pts[4, :, 5:8], np.broadcast_to([0, 0, 1.0], (9, 3)), atol=1e-12)
+
+
+def test_height_polynomial_over_a_plane_and_scaled():
+    """``height_polynomial`` with a frame and a scale L: the same surface as the default one with
+    coefficients ``c_ij / L^(i + j)``, moved into the frame (points and partials rotated, the
+    partials also against differences); bad frames and scales are refused naming the key."""
+    c = np.array([[0.001, 0.0], [0.0, -3.0], [2.0, 0.0], [0.0, 40.0]])
+    L = 0.02
+    scaled = c * L ** (np.arange(4)[:, None] + np.arange(2)[None, :])
+    R = np.linalg.qr(np.random.default_rng(5).normal(size=(3, 3)))[0]
+    R[:, 2] = np.cross(R[:, 0], R[:, 1])  # columns e1, e2, normal
+    origin = np.array([0.01, -0.03, 0.02])
+    framed = make_family("height_polynomial", {"coefficients": scaled.tolist(), "scale": L, "origin": origin.tolist(),
+                                               "e1": R[:, 0].tolist(), "e2": R[:, 1].tolist(),
+                                               "normal": R[:, 2].tolist()})
+    plain = make_family("height_polynomial", {"coefficients": c.tolist()})
+    u, v = rng.uniform(-0.02, 0.02, 100), rng.uniform(-0.02, 0.02, 100)
+    s, su, sv = _fd_check(framed, u, v)
+    p, pu, pv = plain.evaluate(u, v)
+    np.testing.assert_allclose(s, origin + p @ R.T, atol=1e-15)
+    np.testing.assert_allclose(su, pu @ R.T, atol=1e-12)
+    np.testing.assert_allclose(sv, pv @ R.T, atol=1e-12)
+    for bad, key in (({"scale": "x"}, "scale"), ({"scale": 0}, "scale"), ({"origin": [0, 0]}, "origin"),
+                     ({"normal": [0, 0, 0]}, "normal")):
+        with pytest.raises(DefinitionError, match=f"height_polynomial: {key} must"):
+            make_family("height_polynomial", {"coefficients": c.tolist(), **bad})
