@@ -105,7 +105,7 @@ def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.n
 
     ``min_step``: the shortest fraction of a step along a Jacobian just differenced that the line
     search tries before it gives up (a residual strongly curved along the step, such as a ligament
-    bundle going slack, may fall only over the step's first per cent)."""
+    bundle going slack, may fall only over a few thousandths of it)."""
     x = np.array(x0, float)
     tol = np.asarray(tol, float)
     f = fun(x)

@@ -96,7 +96,7 @@ MAX_STEP = np.array([1e-3, 1e-3, 1e-3, 0.02, 0.02])  # the largest Newton step: 
 RAMP = 12  # steps in which the axial torque is applied at full extension
 MAX_HALVINGS = 4  # a flexion step that does not converge is split into at most 16
 # the line search's shortest step: near extension a bundle going slack bends the residual so much
-# that only the first per cent of a Newton step lowers it (stiff layers stalled there)
+# that it falls only over the first thousandths of a Newton step (stiff layers stalled there)
 MIN_STEP = 1 / 1024
 
 
