@@ -128,10 +128,11 @@ def test_a_path_past_the_surfaces_ends_failed_naming_the_flexion(tables):
 def _envelope(tables, surfaces="tibial", **params):
     """The envelope's rows by (path, flexion) for ``params`` on the plateaus (``tibial``) or their
     planes (``plane``)."""
-    s = blankevoort({s: open_surface(tables / f"bk_femoral_{s}.zarr") for s in SIDES},
-                    {s: open_surface(tables / f"bk_{surfaces}_{s}.zarr") for s in SIDES}, BlankevoortParams(**params))
-    assert s["status"] == "ok", s["message"]
-    return {(r["path"], r["flexion_deg"]): r for r in s["envelope"]}
+    summary = blankevoort({side: open_surface(tables / f"bk_femoral_{side}.zarr") for side in SIDES},
+                          {side: open_surface(tables / f"bk_{surfaces}_{side}.zarr") for side in SIDES},
+                          BlankevoortParams(**params))
+    assert summary["status"] == "ok", summary["message"]
+    return {(r["path"], r["flexion_deg"]): r for r in summary["envelope"]}
 
 
 def test_halving_the_layer_is_doubling_its_modulus(tables):
