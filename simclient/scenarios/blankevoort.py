@@ -292,7 +292,7 @@ class BlankevoortKnee:
                                  max_step=MAX_STEP, min_step=MIN_STEP).x
                 Q, sides = checked()
             return {"q": q, "converged": bool(np.abs(Q).max() <= p.tol), "Q": Q,
-                    "forces": {s: float(np.linalg.norm(r.force)) for s, r in sides.items()}, "compartments": sides}
+                    "forces": {s: float(np.linalg.norm(res.force)) for s, res in sides.items()}, "compartments": sides}
         forces = np.full(len(active), p.compression_N / 2) if p0 is None else p0
         while True:
             n = len(active)

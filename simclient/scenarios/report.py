@@ -573,21 +573,20 @@ def _blankevoort_maps(plt: Any, out: Path, summary: Summary) -> list[str]:
     knee = summary.artifacts["knee"]
     rows = {(r["path"], r["flexion_deg"]): r for r in summary["envelope"] if r["converged"]}
     shown = [(path, fl) for fl in (45.0, 90.0) for path in ("internal", "external") if (path, fl) in rows]
-    maps, arrays = {}, {}
+    maps = {}
     for path, fl in shown:
         r = rows[(path, fl)]
         q = np.array([*r["translation_m"], *np.radians([fl, r["varus_deg"], r["internal_rotation_deg"]])])
-        for side, (at, depth, stress) in knee.layer_map(q).items():
-            maps[(path, fl, side)] = (at, depth, stress)
-            key = f"{path}_{fl:g}deg_{side}"
-            arrays.update({f"{key}_centre_m": at, f"{key}_displacement_m": depth, f"{key}_stress_Pa": stress})
-    np.savez(out / "blankevoort_maps.npz", **arrays)
+        maps.update({(path, fl, side): m for side, m in knee.layer_map(q).items()})
+    np.savez(out / "blankevoort_maps.npz", **{f"{path}_{fl:g}deg_{side}_{name}": a
+                                                for (path, fl, side), m in maps.items()
+                                                for name, a in zip(("centre_m", "displacement_m", "stress_Pa"), m)})
     if not maps:
         return [str(out / "blankevoort_maps.npz")]
     d_max = max(float(d.max(initial=0.0)) for _, d, _ in maps.values()) * 1e3
     p_max = max(float(p.max(initial=0.0)) for _, _, p in maps.values()) / 1e6
     fig, axes = plt.subplots(2, 4, figsize=(17, 8), squeeze=False)
-    for k, (path, fl) in enumerate(shown):
+    for path, fl in shown:
         row, col = (0 if fl == 45.0 else 1), (0 if path == "internal" else 2)
         for j, (quantity, scale, vmax, unit, cmap) in enumerate((("displacement", 1e3, d_max, "mm", "magma"),
                                                                  ("stress", 1e-6, p_max, "MPa", "viridis"))):
