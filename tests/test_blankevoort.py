@@ -116,7 +116,9 @@ def test_a_path_past_the_surfaces_ends_failed_naming_the_flexion(tables):
     r = _run(tables, "--contact", "rigid", "--flexion-max-deg", "180", "--json")
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     s = json.loads(r.stdout)
-    assert s["status"] == "failed" and s["message"].endswith("no equilibrium at flexion 160 deg (residual inf)")
+    # each path's failure is named (the second's message once replaced the first's)
+    assert s["status"] == "failed" and s["message"] == "; ".join(
+        f"{path} path: no equilibrium at flexion 160 deg (residual inf)" for path in ("internal", "external"))
     for path in ("internal", "external"):  # solved up to there, then the path stops
         rows = [(x["flexion_deg"], x["converged"]) for x in s["envelope"] if x["path"] == path]
         assert rows == [(float(f), f < 160) for f in range(0, 161, 5)]
@@ -222,7 +224,11 @@ def test_the_contact_models_compare_as_the_paper_reports(tables):
                                           (["--nu", "0.5"], "nu must lie in"),
                                           (["--thickness", "0.05"], "more than the joint space"),
                                           (["--contact", "soft"], "soft"),
-                                          (["--contact", "rigid", "--tibia", "polynomial"], "planes")])
+                                          (["--contact", "rigid", "--tibia", "polynomial"], "planes"),
+                                          # (with no compressive force the bundles' reference lengths were
+                                          # taken off the plateaus: 20 kN contact forces at extension)
+                                          (["--compression-N", "0"], "compression_N must be positive"),
+                                          (["--torque-Nm=-3"], "torque_Nm is the axial torque's magnitude")])
 def test_bad_input_is_an_error(tables, args, needle):
     r = _run(tables, *args)
     assert r.returncode == 1 and needle in r.stderr

@@ -83,6 +83,27 @@ def test_newton_finds_a_known_root_and_reports_a_stall():
     assert not r.converged and r.iterations < 40 and abs(r.x[0]) < 0.3 and r.f[0] >= 1.0
 
 
+def test_newton_on_a_residual_too_large_to_square_warns_of_nothing():
+    """A residual whose measure ``sum((f / tol)^2)`` overflows (a knee loaded with 1e300 N) is still
+    solved where Newton's step is finite, and ends not converged where the step overflows; no
+    RuntimeWarning reaches the user either way (both once printed numpy's overflow warnings, and
+    the natural knee's settle took a step of NaN into the contact search)."""
+    import warnings
+
+    from simclient.dynamics import newton, settle
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = newton(lambda x: 1e200 * (x - 1.0), np.array([0.0]), tol=np.array([1e-6]), step=np.array([1e-7]))
+        assert r.converged and r.x[0] == pytest.approx(1.0, abs=1e-12)
+        r = newton(lambda x: 1e300 + 1e-300 * x, np.array([0.0]), tol=np.array([1e-6]), step=np.array([1.0]))
+        assert not r.converged and r.x[0] == 0.0
+        # settle: a step that overflows is taken again with a shorter time step (it became NaN)
+        r = settle(lambda x: 1e308 - x, np.array([0.0]), damping=np.array([1e-10]), dt=1.0, tol=np.array([1e-6]),
+                   step=np.array([1.0]), max_steps=40, max_step=np.array([1e300]))
+        assert not r.converged and 0 < r.x[0] < np.inf
+
+
 def test_settle_comes_to_rest_where_the_viscous_model_does_not_where_newton_does():
     """``settle`` on a double well, ``V = (x^2 - 1)^2 + 2 (y - x^2 / 2)^2`` (minima (+-1, 1/2), a
     saddle at the origin), ``f = -grad V``, damping (1, 5): from beside the saddle it comes to rest

@@ -411,6 +411,3 @@ class PlanarSystem:
         for c in self.contacts:
             e += c.law.elastic_energy(-self.gap(c))
         return e + loads_energy(self.loads, self)  # type: ignore[arg-type]  # planar poses, same interface
-
-    def bodies_by_name(self) -> dict[str, Any]:
-        return {b.name: b for b in self.bodies}

@@ -82,6 +82,26 @@ def _shortened(dx: np.ndarray, max_step: np.ndarray | None) -> np.ndarray:
     return dx * min(1.0, float(np.min(np.asarray(max_step) / np.maximum(np.abs(dx), 1e-300))))
 
 
+def _merit_scale(f: np.ndarray) -> float:
+    """A power of two (dividing by it is exact) that keeps the measures of a residual this large
+    finite: 1 unless some ``|f|`` exceeds 1e150 (a knee loaded with 1e300 N)."""
+    m = float(np.max(np.abs(f)))
+    return math.ldexp(1.0, math.frexp(m)[1] - 1) if 1e150 < m < math.inf else 1.0  # (|f| / scale < 2)
+
+
+def _weighed(f: np.ndarray, tol: np.ndarray, scale: float) -> np.ndarray:
+    """``f / scale / tol``: inf, without a warning, where that overflows (a trial step's residual
+    far larger than the start's, which is then rejected)."""
+    with np.errstate(over="ignore"):
+        return f / scale / tol
+
+
+def _merit(f: np.ndarray, tol: np.ndarray, scale: float) -> float:
+    """The line search's measure of a residual, ``sum((f / scale / tol)^2)`` (inf where it overflows)."""
+    with np.errstate(over="ignore"):
+        return float(np.sum(_weighed(f, tol, scale) ** 2))
+
+
 def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.ndarray, step: np.ndarray,
            max_iter: int = 50, max_step: np.ndarray | None = None,
            unheld: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray | None] | None = None,
@@ -131,13 +151,16 @@ def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.n
         if not (np.isfinite(J).all() and np.isfinite(f).all()):  # off fun's domain (where it is not finite)
             return NewtonResult(x, f, it + 1, False, last)
         dx = np.linalg.lstsq(J, -f, rcond=None)[0]
+        if not np.isfinite(dx).all():  # (a residual so large that its step overflows)
+            return NewtonResult(x, f, it + 1, False, last)
         dx = _shortened(dx, max_step)
-        merit = float(np.sum((f / tol) ** 2))
+        scale = _merit_scale(f)
+        merit = _merit(f, tol, scale)
         lam = 1.0
         while True:
             trial = x + lam * dx
             ft = fun(trial)
-            if float(np.sum((ft / tol) ** 2)) < (1 - 1e-4 * lam) * merit:
+            if _merit(ft, tol, scale) < (1 - 1e-4 * lam) * merit:
                 break
             lam /= 2
             if lam < (min_step if fresh else 1 / 32):
@@ -199,12 +222,19 @@ def settle(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, damping: 
             unstable = float(np.max(np.linalg.eigvals(J / c[:, None]).real))
         if unstable > 0:
             dt = min(dt, 0.5 / unstable)
-        dx = _shortened(np.linalg.solve(np.diag(c / dt) - J, f), max_step)
+        dx = np.linalg.solve(np.diag(c / dt) - J, f)
+        if not np.all(np.isfinite(dx)):  # (a residual so large that the step overflows): shorter
+            dt *= 0.2
+            continue
+        dx = _shortened(dx, max_step)
         f_new = fun(x + dx)
         if not np.all(np.isfinite(f_new)):  # a step off the model's domain: shorter, from the same x
             dt *= 0.2
             continue
-        ratio = float(np.linalg.norm(f / tol) / max(float(np.linalg.norm(f_new / tol)), 1e-300))
+        scale = _merit_scale(f)
+        with np.errstate(over="ignore"):
+            ratio = float(np.linalg.norm(_weighed(f, tol, scale))
+                          / max(float(np.linalg.norm(_weighed(f_new, tol, scale))), 1e-300))
         # where no mode is unstable, a residual that grows shortens the time step; along an
         # unstable mode, which grows by 1 / (1 - dt mu) a step, only one growing more than twice
         # that (an overshoot, into a stiff contact say)

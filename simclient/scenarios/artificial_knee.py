@@ -334,7 +334,7 @@ class ImplantKnee:
                 best = (worst, y)
         if best[0] > ACCEPT_REL / self.tol_rel:
             raise SimulationError(f"{self.label}: no equilibrium at flexion {math.degrees(flexion):.2f} deg, IE "
-                                  f"{math.degrees(ie):.2f} deg, AP {ap * 1e3:.2f} mm, load {load:.1f} N: Newton "
+                                  f"{math.degrees(ie):.2f} deg, AP {ap * 1e3:.2f} mm, load {load:.6g} N: Newton "
                                   f"stopped {best[0] * self.tol_rel:.2%} of the load out of balance (accepted: "
                                   f"{ACCEPT_REL:.1%})")
         return best[1]

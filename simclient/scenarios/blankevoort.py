@@ -121,7 +121,13 @@ class BlankevoortParams:
     tol: float = param(1e-6, "equilibrium tolerance, N and N m")
 
     def __post_init__(self) -> None:
-        check_positive(self, "blankevoort", "E", "thickness", "flexion_max_deg", "flexion_step_deg", "tol")
+        # (without the compressive force the reference position, the femur pressed down by it, is
+        # not defined: the bundles' reference lengths came from a femur off its plateaus)
+        check_positive(self, "blankevoort", "E", "thickness", "flexion_max_deg", "flexion_step_deg", "tol",
+                       "compression_N")
+        if not 0 <= self.torque_Nm < math.inf:  # (a magnitude: the path gives the sign)
+            raise ParameterError(f"blankevoort: torque_Nm is the axial torque's magnitude (N m; --path gives its "
+                                 f"sign): it must be finite and at least 0, got {self.torque_Nm}")
         if self.contact == "rigid" and self.tibia == "polynomial":
             raise ParameterError("blankevoort: rigid contact runs on the plateaus' planes (--tibia planes), as in the "
                                  "paper: on the curved plateaus point contact cannot be held in every position")
@@ -393,6 +399,7 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
     flexions = np.arange(0.0, p.flexion_max_deg + 1e-9, p.flexion_step_deg)
     rows = []
     solves = 0
+    failures: list[str] = []
 
     def advance(flexion: float, state: dict[str, Any]) -> dict[str, Any]:
         nonlocal solves
@@ -429,10 +436,12 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
                 row[f"{side}_max_displacement_m"] = float(res.depth.max())
                 row[f"{side}_area_m2"] = res.area
             rows.append(row)
-            if not state["converged"]:
-                values.update(status="failed", message=f"{path} path: no equilibrium at flexion {fl:g} deg "
-                                                        f"(residual {np.abs(state['Q']).max():.3g})")
+            if not state["converged"]:  # this path ends here; the other still runs
+                failures.append(f"{path} path: no equilibrium at flexion {fl:g} deg "
+                                f"(residual {np.abs(state['Q']).max():.3g})")
                 break
+    if failures:
+        values.update(status="failed", message="; ".join(failures))
     values["envelope"] = rows
     values["path_solves"] = solves
     if not knee.rigid:

@@ -122,7 +122,7 @@ def foundation_closed_form(law: LinearLayer, radius: float, thickness: float, ma
     m) at ``v0`` (m/s) with ``mass`` (kg): ``k = pi K R / h`` (N/m^2), the largest indentation (m)
     and the contact time (s)."""
     k = math.pi * law.aggregate_modulus * radius / thickness
-    dmax = (1.5 * mass * v0**2 / k) ** (1 / 3)
+    dmax = (1.5 * mass * (v0 * v0) / k) ** (1 / 3)
     return {"k_N_m2": k, "max_indentation_m": dmax, "contact_time_s": 2 / 3 * beta(1 / 3, 1 / 2) * dmax / v0}
 
 
@@ -150,7 +150,7 @@ def layer_drop(sphere: Source, plane: Source, params: LayerDropParams | None = N
         values["message"] = res.message
     history = _history(res, system, load, lowest)
     touching = history["force_N"] > 0
-    E0 = 0.5 * p.mass * p.v0**2
+    E0 = 0.5 * p.mass * (p.v0 * p.v0)  # (a product: inf where it overflows, where a power raised OverflowError)
     values.update({
         "left": bool(res.status >= 0 and res.y[2, -1] + lowest - START_GAP >= -1e-12 and res.y[9, -1] > 0),
         "restitution": float(res.y[9, -1] / p.v0),
