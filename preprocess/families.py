@@ -59,9 +59,29 @@ def _vector(name: str, value: Any, key: str) -> np.ndarray:
         v = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         raise DefinitionError(f"{name}: {key} must be 3 numbers, got {value!r}") from None
-    if v.shape != (3,) or not np.isfinite(v).all() or np.linalg.norm(v) == 0:
-        raise DefinitionError(f"{name}: {key} must be a non-zero 3-vector, got {value!r}")
+    with np.errstate(over="ignore"):
+        length = np.linalg.norm(v) if v.shape == (3,) else math.nan
+    if not 0 < length < math.inf:  # (a length that overflows made a frame of zeros)
+        raise DefinitionError(f"{name}: {key} must be a non-zero 3-vector of finite length, got {value!r}")
     return v
+
+
+def _plane_frame(name: str, params: Mapping[str, Any]) -> list[np.ndarray]:
+    """``origin`` (m; default 0) and the orthonormal ``e1``, ``e2``, ``normal`` = e1 x e2 (default
+    x, y, z) of a height field's plane."""
+    try:
+        origin = np.asarray(params.get("origin", (0.0, 0.0, 0.0)), float)
+    except (TypeError, ValueError):
+        origin = np.full(3, math.nan)
+    if origin.shape != (3,) or not np.isfinite(origin).all():
+        raise DefinitionError(f"{name}: origin must be 3 finite numbers (m), got {params.get('origin')!r}")
+    e1, e2, n = (_vector(name, params.get(k, default), k)
+                 for k, default in (("e1", (1, 0, 0)), ("e2", (0, 1, 0)), ("normal", (0, 0, 1))))
+    if not np.allclose(np.array([e1, e2, n]) @ np.array([e1, e2, n]).T, np.eye(3), atol=1e-6) \
+            or not np.allclose(np.cross(e1, e2), n, atol=1e-6):
+        raise DefinitionError(f"{name}: e1, e2 and normal must be unit vectors, orthogonal, with e1 x e2 = normal "
+                              f"(within 1e-6), got {e1.tolist()}, {e2.tolist()}, {n.tolist()}")
+    return [origin, e1, e2, n]
 
 
 def _frame(name: str, params: Mapping[str, Any]) -> np.ndarray:
@@ -113,6 +133,32 @@ class Family(ABC):
         """The natural parameter domain, or ``None`` when the ranges must be given."""
         return self.default_range
 
+    #: the longest range of each parameter (u, v), None where any: a closed direction's period,
+    #: beyond which the surface lies over itself
+    periods: ClassVar[tuple[float | None, float | None]] = (None, None)
+    #: whether each parameter is an angle (radians; messages give degrees too)
+    angular: ClassVar[tuple[bool, bool]] = (False, False)
+
+    def limits(self) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+        """Where each parameter may lie (the surface is defined there); None: anywhere."""
+        return None, None
+
+    def check_ranges(self, name: str, u_range: tuple[float, float], v_range: tuple[float, float]) -> None:
+        """:class:`DefinitionError`, naming the surface ``name``, for a range outside :meth:`limits`
+        or longer than a period."""
+        def show(r: tuple[float, float], angle: bool) -> str:
+            deg = f" rad ({math.degrees(r[0]):.6g} to {math.degrees(r[1]):.6g} deg)" if angle else ""
+            return f"[{r[0]:.9g}, {r[1]:.9g}]{deg}"
+
+        for axis, r, limit, period, angle in zip("uv", (u_range, v_range), self.limits(), self.periods, self.angular):
+            slack = 1e-9 * max(1.0, abs(r[0]), abs(r[1]))
+            if limit is not None and (r[0] < limit[0] - slack or r[1] > limit[1] + slack):
+                raise DefinitionError(f"{name}: {axis}_range {show(r, angle)} leaves the {self.name}'s domain "
+                                      f"{show(limit, angle)}")
+            if period is not None and r[1] - r[0] > period + slack:
+                raise DefinitionError(f"{name}: {axis}_range {show(r, angle)} is longer than one turn of the "
+                                      f"{self.name}: the surface would lie over itself")
+
 
 class Plane(Family):
     """The plane ``s = (u, v, 0)``: u along x, v along y (metres), normal +z."""
@@ -140,6 +186,11 @@ class Ellipsoid(Family):
     name = "ellipsoid"
     params: ClassVar[tuple[str, ...]] = ("a", "b", "c", "pole_axis", "zero_meridian")
     default_range = ((-math.pi / 2, math.pi / 2), (-math.pi, math.pi))
+    periods = (None, 2 * math.pi)
+    angular = (True, True)
+
+    def limits(self) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+        return (-math.pi / 2, math.pi / 2), None  # the latitude: past a pole it folds back
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -182,6 +233,8 @@ class Cylinder(Family):
 
     name = "cylinder"
     params = ("radius",)
+    periods = (2 * math.pi, None)
+    angular = (True, False)
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -204,6 +257,8 @@ class Torus(Family):
     name = "torus"
     params = ("major_radius", "minor_radius")
     default_range = ((0.0, 2 * math.pi), (-math.pi, math.pi))
+    periods = (2 * math.pi, 2 * math.pi)
+    angular = (True, True)
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -269,11 +324,7 @@ class HeightPolynomial(Family):
             self.L = math.nan
         if not 0 < self.L < math.inf:
             raise DefinitionError(f"{self.name}: scale must be a positive length (m), got {params.get('scale')!r}")
-        self.frame = [_vector(self.name, params.get(k, default), k)
-                      for k, default in (("e1", (1, 0, 0)), ("e2", (0, 1, 0)), ("normal", (0, 0, 1)))]
-        self.origin = np.asarray(params.get("origin", (0.0, 0.0, 0.0)), float)
-        if self.origin.shape != (3,) or not np.isfinite(self.origin).all():
-            raise DefinitionError(f"{self.name}: origin must be 3 finite numbers, got {params.get('origin')!r}")
+        self.origin, *self.frame = _plane_frame(self.name, params)
 
     def evaluate(self, u: np.ndarray, v: np.ndarray) -> Arrays:
         u, v = np.broadcast_arrays(np.asarray(u, float), np.asarray(v, float))
@@ -359,6 +410,9 @@ class Nurbs(Family):
         n, m = self.Pw.shape[:2]
         return (float(self.tu[self.p]), float(self.tu[n])), (float(self.tv[self.q]), float(self.tv[m]))
 
+    def limits(self) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+        return self.domain()  # (the basis beyond the knots is an extrapolation)
+
     def _combine(self, A: np.ndarray, Au: np.ndarray, Av: np.ndarray) -> Arrays:
         w, wu, wv = A[..., 3:], Au[..., 3:], Av[..., 3:]
         s = A[..., :3] / w
@@ -404,7 +458,7 @@ class ThinPlate(Family):
         missing = set(self.params) - set(params)
         if missing:
             raise DefinitionError(f"{self.name}: missing parameter(s) {sorted(missing)}")
-        self.frame = [_vector(self.name, params[k], k) for k in ("origin", "e1", "e2", "normal")]
+        self.frame = _plane_frame(self.name, params)
         self.c = np.asarray(params["centres"], float)
         self.f = np.asarray(params["weights"], float)
         self.b = np.asarray(params["affine"], float)
@@ -459,6 +513,8 @@ class PolarProfile(Family):
 
     name = "polar_profile"
     params = ("points", "spline", "coefficients")
+    periods = (2 * math.pi, None)
+    angular = (True, False)
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -501,6 +557,10 @@ class PolarProfile(Family):
         if self.theta is None:
             return None  # coefficients: the definition gives u_range
         return (float(self.theta[0]), float(self.theta[-1])), (-0.005, 0.005)
+
+    def limits(self) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+        # through points: their polar angles (the spline beyond them is an extrapolation)
+        return (None if self.theta is None else (float(self.theta[0]), float(self.theta[-1]))), None
 
     def evaluate(self, u: np.ndarray, v: np.ndarray) -> Arrays:
         u, v = np.broadcast_arrays(np.asarray(u, float), np.asarray(v, float))

@@ -71,6 +71,15 @@ def _array(name: str, key: str, value: Any, shape: tuple[int, ...]) -> np.ndarra
     return a
 
 
+def _holds_bool(value: Any) -> bool:
+    """Whether ``value`` is, or nests in lists or tables, a boolean."""
+    if isinstance(value, Mapping):
+        return any(_holds_bool(x) for x in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_bool(x) for x in value)
+    return isinstance(value, bool)
+
+
 def _pair(name: str, key: str, value: Any, *, integer: bool) -> tuple[Any, Any]:
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise DefinitionError(f"{name}: {key} must be a pair [a, b], got {value!r}")
@@ -130,6 +139,9 @@ def parse_surface(name: str, d: Mapping[str, Any], family: str | type[Family] | 
     if fam_name is None:
         raise DefinitionError(f"{name}: missing 'family'")
     params = {k: v for k, v in d.items() if k not in _GRID_KEYS}
+    for key in (*params, "u_range", "v_range", "u_range_deg", "v_range_deg", "placement"):
+        if key in d and _holds_bool(d[key]):  # (TOML's true is Python's 1: it passed as a number)
+            raise DefinitionError(f"{name}: {key} must hold numbers, not true or false, got {d[key]!r}")
     fam = make_family(fam_name, params) if not isinstance(fam_name, Family) else fam_name
     if "grid" not in d or "record" not in d:
         raise DefinitionError(f"{name}: 'grid' and 'record' ([points in u, points in v]) are required")
@@ -154,6 +166,7 @@ def parse_surface(name: str, d: Mapping[str, Any], family: str | type[Family] | 
             ranges.append(dom[0 if axis == "u" else 1])
         else:
             raise DefinitionError(f"{name}: family {fam.name!r} needs {axis}_range")
+    fam.check_ranges(name, ranges[0], ranges[1])
     codec = d.get("codec", DEFAULT_CODEC)
     if codec not in CODECS:
         raise DefinitionError(f"{name}: unknown codec {codec!r}; choose one of {', '.join(CODECS)}")
@@ -200,9 +213,18 @@ def sample_points(spec: SurfaceSpec, i0: int, i1: int, j0: int, j1: int) -> np.n
     u = spec.u_range[0] + np.arange(i0, i1) * spec.du
     v = spec.v_range[0] + np.arange(j0, j1) * spec.dv
     s, tu, tv = spec.family.evaluate_grid(u, v)
-    c = np.cross(tu, tv)
-    lc = np.linalg.norm(c, axis=-1)
-    scale = np.linalg.norm(tu, axis=-1).max() * np.linalg.norm(tv, axis=-1).max()
+    if not (np.isfinite(s).all() and np.isfinite(tu).all() and np.isfinite(tv).all()):
+        raise DefinitionError(f"{spec.name}: the family gives non-finite values in rows {i0}..{i1 - 1}")
+    R, t = spec.placement.rotation, spec.placement.translation
+    placed = s @ R.T + t
+    with np.errstate(over="ignore", invalid="ignore"):
+        c = np.cross(tu, tv)
+        lc = np.linalg.norm(c, axis=-1)
+        scale = np.linalg.norm(tu, axis=-1).max() * np.linalg.norm(tv, axis=-1).max()
+        measurable = np.isfinite(scale) and np.isfinite(np.einsum("...k,...k", placed, placed)).all()
+    if not measurable:  # (their lengths overflow: the table's header, its distances, any contact)
+        raise DefinitionError(f"{spec.name}: points or partial derivatives too large to measure in rows "
+                              f"{i0}..{i1 - 1} (their squares overflow): lengths are in metres")
     bad = ~(lc > DEGENERATE_TOL * scale)
     with np.errstate(invalid="ignore", divide="ignore"):
         n = c / lc[..., None]
@@ -217,13 +239,10 @@ def sample_points(spec: SurfaceSpec, i0: int, i1: int, j0: int, j1: int) -> np.n
         n[ii, jj] = fixed
         warnings.warn(f"{spec.name}: |tu x tv| ~ 0 at grid points (i, j) = {where}{more}; "
                       "using the family's analytic normal there", stacklevel=2)
-    if not (np.isfinite(s).all() and np.isfinite(tu).all() and np.isfinite(tv).all()):
-        raise DefinitionError(f"{spec.name}: the family gives non-finite values in rows {i0}..{i1 - 1}")
-    R, t = spec.placement.rotation, spec.placement.translation
     out = np.empty((i1 - i0, j1 - j0, NFIELDS))
     out[..., 0] = u[:, None]
     out[..., 1] = v[None, :]
-    out[..., 2:5] = s @ R.T + t
+    out[..., 2:5] = placed
     out[..., 5:8] = (n @ R.T) * (-1.0 if spec.flip else 1.0)
     out[..., 8:11] = tu @ R.T
     out[..., 11:14] = tv @ R.T

@@ -93,6 +93,24 @@ BAD = {
     "degenerate": ('[surfaces.a]\nfamily = "nurbs"\ndegree_u = 1\ndegree_v = 1\nknots_u = [0, 0, 1, 1]\n'
                    'knots_v = [0, 0, 1, 1]\ncontrol_points = [[[0,0,0],[0,0,0]],[[1,0,0],[1,1,0]]]\n'
                    'grid = [5, 5]\nrecord = [5, 5]\n', r"\|tu x tv\| ~ 0 at grid points \(i, j\) = \(0, 0\)"),
+    # each of the following built a table (or failed only at its header, naming the table, not the definition)
+    "true_is_no_radius": ('[surfaces.a]\nfamily = "sphere"\nradius = true\ngrid = [5, 5]\nrecord = [5, 5]\n',
+                          "a: radius must hold numbers, not true or false"),
+    "past_the_pole": ('[surfaces.a]\nfamily = "sphere"\nradius = 1\nu_range_deg = [-90, 100]\ngrid = [5, 5]\n'
+                      'record = [5, 5]\n', r"a: u_range .* \(-90 to 100 deg\) leaves the sphere's domain .* \(-90 to 90 deg\)"),
+    "two_turns": ('[surfaces.a]\nfamily = "torus"\nmajor_radius = 2\nminor_radius = 1\nv_range_deg = [0, 720]\n'
+                  'grid = [5, 5]\nrecord = [5, 5]\n', "a: v_range .* is longer than one turn of the torus"),
+    "beyond_the_knots": ('[surfaces.a]\nfamily = "nurbs"\ndegree_u = 1\ndegree_v = 1\nknots_u = [0, 0, 1, 1]\n'
+                         'knots_v = [0, 0, 1, 1]\ncontrol_points = [[[0,0,0],[0,1,0]],[[1,0,0],[1,1,0]]]\n'
+                         'u_range = [0, 2]\ngrid = [5, 5]\nrecord = [5, 5]\n',
+                         r"a: u_range \[0, 2\] leaves the nurbs's domain \[0, 1\]"),
+    "overflowing_radius": ('[surfaces.a]\nfamily = "sphere"\nradius = 1e300\ngrid = [5, 5]\nrecord = [5, 5]\n',
+                           r"a: points or partial derivatives too large to measure .* lengths are in metres"),
+    "overflowing_meridian": ('[surfaces.a]\nfamily = "sphere"\nradius = 1\nzero_meridian = [0, 1e300, 0]\n'
+                             'grid = [5, 5]\nrecord = [5, 5]\n', "zero_meridian must be a non-zero 3-vector of finite length"),
+    "scaled_frame": ('[surfaces.a]\nfamily = "height_polynomial"\ncoefficients = [[0]]\ne1 = [2, 0, 0]\n'
+                     'u_range = [0, 1]\nv_range = [0, 1]\ngrid = [5, 5]\nrecord = [5, 5]\n',
+                     "e1, e2 and normal must be unit vectors, orthogonal, with e1 x e2 = normal"),
 }
 
 
