@@ -523,6 +523,30 @@ def test_unknown_method_and_bad_settings_are_refused():
             simulate(system, 0.1, rtol=rtol, atol=atol)
 
 
+@pytest.mark.parametrize("field, value, message", [
+    ("position", [math.nan, 0, 0], "body b: position must be 3 finite numbers, got [nan, 0, 0]"),
+    ("velocity", [0, math.inf, 0], "body b: velocity must be 3 finite numbers"),
+    ("omega", [0, 0], "body b: omega must be 3 finite numbers"),
+    ("euler", [0, 0, 0, 0], "body b: euler parameters [0, 0, 0, 0] are no orientation"),
+    ("mass", math.nan, "body b: mass must be a finite number, got nan"),
+    ("inertia", np.eye(2), "body b: inertia must be 3 x 3 finite numbers"),
+    ("inertia", [[1, 1, 0], [0, 1, 0], [0, 0, 1]], "the inertia symmetric positive definite"),
+])
+def test_a_body_that_cannot_move_is_refused_naming_it(field, value, message):
+    """A body's state or mass properties that are not usable are refused when the system is made,
+    naming the body and the value: a NaN position or velocity reached the integrator (scipy's "y0
+    must be finite", naming neither), a NaN mass and an asymmetric inertia ran."""
+    from simclient.dynamics import Body, MultibodySystem
+    from simclient.errors import ParameterError
+
+    body = Body("b", **{"mass": 1.0, "inertia": np.eye(3), field: value})
+    with pytest.raises(ParameterError) as err:
+        MultibodySystem([body], gravity=(0, 0, -9.81))
+    assert message in str(err.value)
+    with pytest.raises(ParameterError, match=r"system: gravity must be 3 finite numbers, got \(0, nan\)"):
+        MultibodySystem([Body("b", mass=1.0, inertia=np.eye(3))], gravity=(0, math.nan))
+
+
 def test_revolute_joint_pendulum_swings_about_its_axis():
     from scipy.signal import find_peaks
 

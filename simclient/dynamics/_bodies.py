@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
+from simclient.errors import ParameterError
 from simclient.geometry import StorageWindow
 
 __all__ = ["Body", "Surface", "Poses"]
@@ -26,6 +28,20 @@ class Body:
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
     omega: np.ndarray = field(default_factory=lambda: np.zeros(3))
     fixed: bool = False
+
+
+def check_numbers(owner: str, values: Mapping[str, tuple[Any, tuple[int, ...]]]) -> None:
+    """:class:`ParameterError` naming ``owner`` and the key of the first of ``values`` (key ->
+    (value, shape)) that is not finite numbers of its shape (a NaN position once reached the
+    integrator, which named neither the body nor the value)."""
+    for key, (value, shape) in values.items():
+        try:
+            a = np.asarray(value, float)
+        except (TypeError, ValueError):
+            a = np.full(1, np.nan)
+        if a.shape != shape or not np.isfinite(a).all():
+            what = "a finite number" if shape == () else f"{' x '.join(map(str, shape))} finite numbers"
+            raise ParameterError(f"{owner}: {key} must be {what}, got {value!r}")
 
 
 @dataclass

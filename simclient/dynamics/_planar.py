@@ -34,6 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from simclient.contact import Contact, ContactForce, ContactPair, ForceLaw, Friction, checked_friction, planar_pose
+from simclient.dynamics._bodies import check_numbers
 from simclient.dynamics._loads import Load, loads_energy
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.geometry import StorageWindow, rot2
@@ -193,9 +194,13 @@ class PlanarSystem:
         self.free = [b for b in self.bodies if not b.fixed]
         self.n = len(self.free)
         self._col = {id(b): 3 * k for k, b in enumerate(self.free)}
-        for b in self.free:
-            if not (b.mass > 0 and b.inertia > 0):
-                raise ParameterError(f"body {b.name}: mass (kg) and inertia (kg m^2) must be positive")
+        for b in self.bodies:
+            check_numbers(f"body {b.name}", {"position": (b.position, (2,)), "angle": (b.angle, ()),
+                                             "velocity": (b.velocity, (2,)), "omega": (b.omega, ())})
+            if not b.fixed:
+                check_numbers(f"body {b.name}", {"mass": (b.mass, ()), "inertia": (b.inertia, ())})
+                if not (b.mass > 0 and b.inertia > 0):
+                    raise ParameterError(f"body {b.name}: mass (kg) and inertia (kg m^2) must be positive")
         self.contacts = list(contacts)
         self.loads = list(loads)
         self.constraints = list(constraints)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simclient.contact import Contact, ContactForce, ContactPair, ForceLaw, Friction, checked_friction
-from simclient.dynamics._bodies import Body, Surface
+from simclient.dynamics._bodies import Body, Surface, check_numbers
 from simclient.dynamics._constraints import Constraint
 from simclient.dynamics._loads import Load, loads_energy
 from simclient.errors import ContactError, ParameterError, SimulationError
@@ -79,11 +79,23 @@ class MultibodySystem:
         self.free = [b for b in self.bodies if not b.fixed]
         self.index = {id(b): k for k, b in enumerate(self.free)}
         self.contacts = list(contacts)
+        check_numbers("system", {"gravity": (gravity, (3,))})
         self.gravity = np.asarray(gravity, float)
         self.loads = list(loads)
         for b in self.bodies:
-            if not b.fixed and (b.mass <= 0 or np.linalg.eigvalsh(b.inertia).min() <= 0):
-                raise ParameterError(f"body {b.name}: mass (kg) and inertia (kg m^2) must be positive")
+            check_numbers(f"body {b.name}", {"position": (b.position, (3,)), "euler": (b.euler, (4,)),
+                                             "velocity": (b.velocity, (3,)), "omega": (b.omega, (3,))})
+            if not np.any(b.euler):
+                raise ParameterError(f"body {b.name}: euler parameters [0, 0, 0, 0] are no orientation "
+                                     "(the identity is [1, 0, 0, 0])")
+            if b.fixed:
+                continue
+            check_numbers(f"body {b.name}", {"mass": (b.mass, ()), "inertia": (b.inertia, (3, 3))})
+            inertia = np.asarray(b.inertia, float)
+            if not (b.mass > 0 and np.abs(inertia - inertia.T).max() <= 1e-9 * np.abs(inertia).max()
+                    and np.linalg.eigvalsh(inertia).min() > 0):
+                raise ParameterError(f"body {b.name}: mass (kg) and inertia (kg m^2) must be positive (the inertia "
+                                     f"symmetric positive definite), got {b.mass} and {inertia.tolist()}")
         nb = len(self.bodies)
         self._bidx = {id(b): k for k, b in enumerate(self.bodies)}
         # poses of every body at the last state set: r (m), A, r' (m/s), omega (rad/s, global)
