@@ -383,7 +383,9 @@ class Nurbs(Family):
         super().__init__(**params)
         nm = self.name
         try:
-            p, q = int(params["degree_u"]), int(params["degree_v"])
+            p, q = params["degree_u"], params["degree_v"]
+            if not all(isinstance(d, int) and not isinstance(d, bool) for d in (p, q)):
+                raise TypeError(f"degrees must be integers, got ({p!r}, {q!r})")  # (inf was an OverflowError)
             P = np.asarray(params["control_points"], dtype=float)
         except KeyError as exc:
             raise DefinitionError(f"{nm}: missing parameter {exc.args[0]!r}") from None

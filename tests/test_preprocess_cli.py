@@ -104,6 +104,9 @@ BAD = {
                          'knots_v = [0, 0, 1, 1]\ncontrol_points = [[[0,0,0],[0,1,0]],[[1,0,0],[1,1,0]]]\n'
                          'u_range = [0, 2]\ngrid = [5, 5]\nrecord = [5, 5]\n',
                          r"a: u_range \[0, 2\] leaves the nurbs's domain \[0, 1\]"),
+    "infinite_degree": ('[surfaces.a]\nfamily = "nurbs"\ndegree_u = inf\ndegree_v = 1\nknots_u = [0, 0, 1, 1]\n'
+                        'knots_v = [0, 0, 1, 1]\ncontrol_points = [[[0,0,0],[0,1,0]],[[1,0,0],[1,1,0]]]\n'
+                        'grid = [5, 5]\nrecord = [5, 5]\n', r"degrees must be integers, got \(inf, 1\)"),
     "overflowing_radius": ('[surfaces.a]\nfamily = "sphere"\nradius = 1e300\ngrid = [5, 5]\nrecord = [5, 5]\n',
                            r"a: points or partial derivatives too large to measure .* lengths are in metres"),
     "overflowing_meridian": ('[surfaces.a]\nfamily = "sphere"\nradius = 1\nzero_meridian = [0, 1e300, 0]\n'
