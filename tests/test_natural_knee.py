@@ -166,6 +166,11 @@ def test_no_equilibrium_is_a_failure_of_the_natural_knee(tables):
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     s = json.loads(r.stdout)
     assert s["status"] == "failed" and s["message"].startswith("natural knee: no equilibrium at flexion 30.00 deg")
+    # a load of 1e300 N: its settle's step overflowed into a NaN pose ("non-finite pose of the moving body")
+    r = _run(tables, "--load-N", "1e300", "--json")
+    assert r.returncode == 1 and "Traceback" not in r.stderr and "RuntimeWarning" not in r.stderr, r.stderr
+    assert json.loads(r.stdout)["message"].startswith("natural knee: no equilibrium at flexion 30.00 deg, IE 0.00 deg, "
+                                                      "AP 0.00 mm, load 1e+300 N")
 
 
 @pytest.mark.parametrize("option, value, message", [("--medial-radius", "-0.05", "medial_radius must be positive"),
