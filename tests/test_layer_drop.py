@@ -75,3 +75,16 @@ def test_a_contact_beyond_the_grid_is_a_failed_run(sample_tables):
     so the run is reported failed, saying so, not as a result."""
     s = _drop(sample_tables, v0=3.0, half_width=0.001)
     assert not s.ok and "reached the element grid's edge" in s["message"]
+
+
+def test_a_ball_still_in_the_layer_has_no_restitution(sample_tables, tmp_path):
+    """Stopped at 1 ms, a sixth of the contact, the ball is still pressing in: the run fails saying
+    so, and reports no restitution (its last speed over the arriving one would read as a rebound),
+    in the summary, the report and the plot."""
+    from simclient.scenarios.layer_drop import LayerDropScenario
+
+    s = _drop(sample_tables, out=tmp_path, t_end=1e-3)
+    assert not s.ok and "had not left the layer" in s["message"] and not s["left"]
+    assert s["restitution"] is None
+    assert "restitution none" in LayerDropScenario().report(s)
+    assert (tmp_path / "layer_drop.png").stat().st_size > 0

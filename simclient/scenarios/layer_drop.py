@@ -10,14 +10,14 @@ Fregly's eqs. 1 and 2), and with ``rho`` < 1 viscoelastic: ``E`` is then the rel
 elements cover +-``half_width`` about the point of impact. The run ends when the ball is back at
 its starting height (or at ``t_end``).
 
-Reported: the restitution (the speed leaving over the speed arriving), the largest indentation (m),
-the contact time (s, while the layer pushes), the peak force (N), peak pressure (Pa) and contact
-area (m^2), the energy lost (J: what the ball brought less what it leaves with and what the layer
-still holds), and for the small-strain linear layer the closed forms of a paraboloid of the ball's
-radius R on a foundation, ``F = k d^2``, ``k = pi K R / h`` (``K`` the aggregate modulus): the
-largest indentation ``(3 m v0^2 / (2 k))^(1/3)`` and the contact time ``(2/3) B(1/3, 1/2) d_max /
-v0``, at E and, for a viscoelastic layer, at E / rho (the elastic layers it lies between: too fast
-and too slow to relax).
+Reported: the restitution (the speed leaving over the speed arriving; none where the ball has not
+left), the largest indentation (m), the contact time (s, while the layer pushes), the peak force
+(N), peak pressure (Pa) and contact area (m^2), the energy lost (J: what the ball brought less what
+it leaves with and what the layer still holds), and for the small-strain linear layer the closed
+forms of a paraboloid of the ball's radius R on a foundation, ``F = k d^2``, ``k = pi K R / h``
+(``K`` the aggregate modulus): the largest indentation ``(3 m v0^2 / (2 k))^(1/3)`` and the contact
+time ``(2/3) B(1/3, 1/2) d_max / v0``, at E and, for a viscoelastic layer, at E / rho (the elastic
+layers it lies between: too fast and too slow to relax).
 """
 
 from __future__ import annotations
@@ -151,9 +151,10 @@ def layer_drop(sphere: Source, plane: Source, params: LayerDropParams | None = N
     history = _history(res, system, load, lowest)
     touching = history["force_N"] > 0
     E0 = 0.5 * p.mass * (p.v0 * p.v0)  # (a product: inf where it overflows, where a power raised OverflowError)
+    left = bool(res.status >= 0 and res.y[2, -1] + lowest - START_GAP >= -1e-12 and res.y[9, -1] > 0)
     values.update({
-        "left": bool(res.status >= 0 and res.y[2, -1] + lowest - START_GAP >= -1e-12 and res.y[9, -1] > 0),
-        "restitution": float(res.y[9, -1] / p.v0),
+        # (a ball that has not left has no speed of leaving: no restitution, rather than its last speed's)
+        "left": left, "restitution": float(res.y[9, -1] / p.v0) if left else None,
         "max_indentation_m": float(history["indentation_m"].max()),
         "contact_time_s": _contact_time(res, system, load, history["t_s"], touching),
         "peak_force_N": float(history["force_N"].max()), "peak_pressure_Pa": float(history["peak_pressure_Pa"].max()),
@@ -274,12 +275,18 @@ class LayerDropScenario(Scenario, name="layer-drop", params=LayerDropParams,
                          for name, c in closed.items())
         lines += [f"  largest indentation {summary['max_indentation_m'] * 1e6:.3f} um, contact time "
                   f"{summary['contact_time_s'] * 1e3:.4f} ms (closed form{'s' if len(closed) > 1 else ''}{bounds or ': none'})",
-                  f"  restitution {summary['restitution']:.5f}; energy lost {summary['energy_lost_J']:.4g} J of "
+                  f"  restitution {_restitution(summary)}; energy lost {summary['energy_lost_J']:.4g} J of "
                   f"{summary['energy_in_J']:.4g} J",
                   f"  peak force {summary['peak_force_N']:.4g} N, peak pressure {summary['peak_pressure_Pa'] / 1e6:.4g} MPa, "
                   f"largest contact area {summary['max_area_m2'] * 1e6:.4g} mm^2"]
         lines.extend(f"  wrote {f}" for f in summary.get("files", []))
         return "\n".join(lines)
+
+
+def _restitution(summary: Summary) -> str:
+    """The restitution as reported: none where the ball did not leave the layer."""
+    e = summary["restitution"]
+    return "none (the ball did not leave the layer)" if e is None else f"{e:.5f}"
 
 
 #: creep times (s) of the study: around the 3-4 ms contact, from nearly relaxed to nearly elastic at E / rho

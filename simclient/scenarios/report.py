@@ -673,7 +673,8 @@ def save_layer_drop(summary: Summary, out: Path) -> list[Path]:
     twin = ax[1, 0].twinx()
     twin.plot(h["t_s"] * 1e3, h["vz_m_s"], "C1")
     ax[1, 0].set(xlabel="t [ms]", ylabel="lowest point over the layer [um]",
-                 title=f"height (blue) and speed (orange): restitution {summary['restitution']:.4f}")
+                 title="height (blue) and speed (orange)" + ("" if summary["restitution"] is None
+                                                             else f": restitution {summary['restitution']:.4f}"))
     twin.set_ylabel("vz [m/s]")
     k = int(np.argmax(h["force_N"]))
     system.set_state(res.sol(h["t_s"][k]))
