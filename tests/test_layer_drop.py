@@ -10,7 +10,7 @@ from scipy.integrate import simpson
 
 from simclient.io import open_surface
 from simclient.scenarios import locate
-from simclient.scenarios.layer_drop import LayerDropParams, layer_drop
+from simclient.scenarios.layer_drop import LayerDropParams, LayerDropScenario, layer_drop
 
 
 def _drop(tables, out=None, **params):
@@ -81,8 +81,6 @@ def test_a_ball_still_in_the_layer_has_no_restitution(sample_tables, tmp_path):
     """Stopped at 1 ms, a sixth of the contact, the ball is still pressing in: the run fails saying
     so, and reports no restitution (its last speed over the arriving one would read as a rebound),
     in the summary, the report and the plot."""
-    from simclient.scenarios.layer_drop import LayerDropScenario
-
     s = _drop(sample_tables, out=tmp_path, t_end=1e-3)
     assert not s.ok and "had not left the layer" in s["message"] and not s["left"]
     assert s["restitution"] is None
