@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import run_cli
 from scipy.integrate import simpson
 
 from simclient.io import open_surface
@@ -86,3 +87,24 @@ def test_a_ball_still_in_the_layer_has_no_restitution(sample_tables, tmp_path):
     assert s["restitution"] is None
     assert "restitution none" in LayerDropScenario().report(s)
     assert (tmp_path / "layer_drop.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("strain", ["small", "large"])
+def test_a_ball_through_the_layer_ends_the_run_there(sample_tables, strain):
+    """At 1 km/s the ball goes through a 2 mm layer in microseconds, on a grid wide enough that the
+    contact stays on it: the run ends where the ball has gone through 95 % of the layer (it once ran
+    on through the plane for minutes), failed, saying so, with no restitution."""
+    s = _drop(sample_tables, v0=1e3, thickness=2e-3, half_width=0.01, strain=strain)
+    assert not s.ok and "went through 95 % of the 0.002 m layer" in s["message"]
+    assert s["max_indentation_m"] == pytest.approx(0.95 * 2e-3, rel=1e-6)
+    assert s.artifacts["result"].t[-1] < 1e-5  # the depth at 1 km/s is reached within 2 us
+    assert s["restitution"] is None
+
+
+def test_an_element_grid_beyond_the_layer_table_is_bad_input(sample_tables):
+    """The sample layer's table spans +-10 mm: a grid of +-20 mm is refused before the run, naming
+    the table, the grid's span and the table's (it once failed inside a window, naming neither)."""
+    r = run_cli("run", "layer-drop", "--tables", str(sample_tables), "--half-width", "0.02")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "ef_layer: the element grid 'layer' has its centres over u in [-0.0195122, 0.0195122]" in r.stderr
+    assert "beyond the table's parameter domain [-0.01, 0.01] x [-0.01, 0.01]" in r.stderr

@@ -89,6 +89,13 @@ def element_grid(source: Source, name: str, u_range: tuple[float, float], v_rang
     du, dv = (u_range[1] - u_range[0]) / nu, (v_range[1] - v_range[0]) / nv
     u = u_range[0] + du * (np.arange(nu) + 0.5)
     v = v_range[0] + dv * (np.arange(nv) + 0.5)
+    # (a centre beyond the table failed later, in the window, naming neither the grid nor the domain)
+    tol = 1e-9 * max(abs(h.u1 - h.u0), abs(h.v1 - h.v0))
+    inside_v = np.isfinite(v).all() if h.periodic_v else h.v0 - tol <= v.min() and v.max() <= h.v1 + tol
+    if not (h.u0 - tol <= u.min() and u.max() <= h.u1 + tol and inside_v):
+        raise ParameterError(f"{source.name}: the element grid {name!r} has its centres over u in [{u.min():.6g}, "
+                             f"{u.max():.6g}], v in [{v.min():.6g}, {v.max():.6g}], beyond the table's parameter "
+                             f"domain [{h.u0:.6g}, {h.u1:.6g}] x [{h.v0:.6g}, {h.v1:.6g}]")
     ri0, rj0 = record_of(h, u[0], v[0])
     ri1, rj1 = record_of(h, u[-1], v[-1])
     extent = (min(ri1 - ri0 + 3, h.n_rec_u), min(rj1 - rj0 + 3, h.n_rec_v))
