@@ -108,3 +108,20 @@ def test_an_element_grid_beyond_the_layer_table_is_bad_input(sample_tables):
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert "ef_layer: the element grid 'layer' has its centres over u in [-0.0195122, 0.0195122]" in r.stderr
     assert "beyond the table's parameter domain [-0.01, 0.01] x [-0.01, 0.01]" in r.stderr
+
+
+def test_a_long_run_reports_its_simulated_time_as_it_goes(sample_tables, monkeypatch):
+    """simulate's ``progress`` hears of every accepted step once its wall-time throttle is off (a
+    segment without an event, e.g. a long flight, once said nothing until it ended), in time order,
+    and listening changes nothing in the run."""
+    import simclient.dynamics._integrate as integrate
+
+    quiet = _drop(sample_tables)
+    monkeypatch.setattr(integrate, "PROGRESS_EVERY", 0.0)
+    said: list[str] = []
+    sphere, plane = (open_surface(locate(name, tables=sample_tables)) for name in ("ef_sphere", "ef_layer"))
+    heard = layer_drop(sphere, plane, LayerDropParams(), progress=said.append)
+    times = [float(m.split()[2]) for m in said if m.startswith("t = ")]
+    assert all(m.endswith("s of 0.05 s") for m in said if m.startswith("t = "))
+    assert len(times) >= heard["steps"] and times == sorted(times) and 0 < times[-1] <= 0.05
+    assert heard["max_indentation_m"] == quiet["max_indentation_m"] and heard["steps"] == quiet["steps"]

@@ -52,6 +52,9 @@ FOLLOW_PROBE_TIME = 1e-6
 #: (m) contacts whose bodies' bounding volumes are further apart than this are not followed: their
 #: steps end before the volumes can come within half of it (conservative advancement)
 FOLLOW_MARGIN = 1e-3
+#: (s, wall) the shortest time between two calls of simulate's ``progress``: a long run reports as it
+#: goes, a short one not at all
+PROGRESS_EVERY = 1.0
 
 
 class RK4(OdeSolver):
@@ -471,7 +474,8 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
     left, then ten and a hundred times smaller; failures beyond that (and the integrator's) end the
     run with ``status = -1`` and a message; the result then covers what was integrated. ``Radau``
     and ``BDF`` estimate their Jacobians by :class:`ForwardJacobian` (whose evaluations ``nfev``
-    counts).
+    counts). ``progress(t)`` (t in s) hears of the run after accepted steps, at most once every
+    :data:`PROGRESS_EVERY` seconds of wall time (so a short run not at all).
     """
     if not (t_end > 0 and np.isfinite(t_end)):
         raise ParameterError(f"the end time must be positive and finite (s), got {t_end}")
@@ -581,6 +585,18 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
                 limit = min(limit, c.pair.follow(*system.surface_pose(c.i), *system.surface_pose(c.j), tt, ahead) / 2)
         return limit
 
+    reported = time.perf_counter()
+
+    def report(tt: float) -> None:
+        nonlocal reported
+        if progress is not None and time.perf_counter() - reported >= PROGRESS_EVERY:
+            reported = time.perf_counter()
+            progress(tt)
+
+    def after_step(tt: float, yy: np.ndarray) -> float:
+        report(tt)  # (a segment without an event can last the whole run)
+        return follow(tt, yy)
+
     def stop_event(tt: float, yy: np.ndarray) -> float:
         system.set_state(yy)
         assert stop is not None
@@ -607,7 +623,7 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
             t_next = t_end if project_every is None else min(t_end, t + project_every)
             saved = [p.checkpoint() for p in pairs]
             try:
-                sol = _advance(rhs, (t, t_next), y, solver, evs, follow, **segment_options)
+                sol = _advance(rhs, (t, t_next), y, solver, evs, after_step, **segment_options)
             except ContactError as exc:
                 # a trial state far from the last accepted one (a large step into a stiff contact)
                 # can put the contact point off the tables: retry the segment with smaller steps,
@@ -648,8 +664,7 @@ def simulate(system: System, t_end: float, *, method: str | type[OdeSolver] = "D
                     for c in system.contacts:
                         if c is not system.contacts[k] and (probe(c, y) < 0) != c.active:
                             switch(c, t, y)
-            if progress is not None:
-                progress(t)
+            report(t)
     except SimulationError as exc:
         status, message = -1, str(exc)
     except ContactError as exc:  # (found in the step after the last state reached, or at the start)

@@ -43,6 +43,12 @@ __all__ = ["Scenario", "Summary", "Tables", "param", "extent_param", "check_choi
 Progress = Callable[[str], None]
 
 
+def time_progress(progress: Progress | None, t_end: float) -> Callable[[float], None] | None:
+    """:func:`simclient.dynamics.simulate`'s ``progress`` (simulated time, s) for a scenario's
+    ``progress`` (messages): "t = 0.1234 s of 0.4 s"."""
+    return None if progress is None else (lambda t: progress(f"t = {t:.4g} s of {t_end:g} s"))
+
+
 def param(default: Any, help: str, unit: str = "", *, choices: tuple[str, ...] | None = None,
           parse: Callable[[str], Any] | None = None, metavar: str | None = None) -> Any:
     """A scenario parameter exposed as a command-line option: ``help`` text, SI ``unit`` (empty

@@ -47,7 +47,8 @@ from simclient.dynamics import (
 from simclient.errors import ContactError, ParameterError, nonnegative
 from simclient.geometry import INTERPOLATIONS, StorageWindow
 from simclient.io import MemorySource, Source, open_surface
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_positive, extent_param, param
+from simclient.scenarios._base import (Progress, Scenario, Summary, Tables, check_positive, extent_param, param,
+                                       time_progress)
 
 __all__ = ["BallParams", "BouncingBall", "bouncing_ball", "hertz_drop", "G"]
 
@@ -230,7 +231,7 @@ class BouncingBall(Scenario, name="bouncing-ball", params=BallParams,
         summary = bouncing_ball(tables.location("ball", self.tables["ball"]),
                                 tables.location("ground", self.tables["ground"]), params,
                                 chart=tables.location("ball_chart", self.tables["ball_chart"]) if params.atlas else None,
-                                source_kwargs=tables.source_kwargs())
+                                source_kwargs=tables.source_kwargs(), progress=time_progress(progress, params.t_end))
         if out is not None:
             from simclient.scenarios.report import save_bouncing_ball
 

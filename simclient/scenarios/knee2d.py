@@ -46,7 +46,7 @@ from simclient.dynamics import (
 from simclient.errors import ContactError, ParameterError
 from simclient.geometry import INTERPOLATIONS, StorageWindow
 from simclient.scenarios._base import (Progress, Scenario, Summary, Tables, check_choices, check_positive, extent_param,
-                                       param)
+                                       param, time_progress)
 from simclient.scenarios.studies import Study, register
 
 __all__ = ["Knee2DParams", "Knee2D", "knee2d", "LIGAMENTS_2D", "MATERIAL_CASES", "GEOMETRIES", "flexion_deg",
@@ -218,7 +218,7 @@ def knee2d(tables: Tables, params: Knee2DParams = Knee2DParams(), progress: Prog
     system.set_state(y0)
     lengths0 = {lig.name: lig.state(system)[2] for lig in ligaments}  # type: ignore[arg-type]
     res = simulate(system, p.t_end, method=p.method, rtol=p.rtol, atol=p.atol,
-                   progress=(lambda t: progress(f"t = {t:.3f} s")) if progress else None)
+                   progress=time_progress(progress, p.t_end))
     values, history = _summary(system, contact, ligaments, res, p)
     values.update(initial_flexion_deg=flexion_deg(TIBIA_ANGLE), ligament_lengths_initial_m=lengths0,
                   status="ok" if res.success else "failed", message=res.message, wall_s=res.wall_s,
@@ -320,7 +320,7 @@ class Knee2D(Scenario, name="knee2d", params=Knee2DParams,
 
     def run(self, params: Knee2DParams, tables: Tables, *, out: Path | None = None,
             progress: Progress | None = None) -> Summary:
-        summary = knee2d(tables, params)
+        summary = knee2d(tables, params, progress)
         if out is not None:
             from simclient.scenarios.report import save_knee2d
 

@@ -25,7 +25,7 @@ from simclient.dynamics import (METHODS, Body, ContactModel, Ligament, Multibody
                                 ligament_forces, simulate)
 from simclient.geometry import INTERPOLATIONS, StorageWindow, rx
 from simclient.scenarios._base import (Progress, Scenario, Summary, Tables, check_choices, check_positive, extent_param,
-                                       param)
+                                       param, time_progress)
 from simclient.scenarios.studies import Study, register
 
 __all__ = ["KneeParams", "Knee3D", "knee3d", "KNEE_LIGAMENTS", "flexion_deg", "internal_rotation_deg", "thesis_checks"]
@@ -98,7 +98,7 @@ def internal_rotation_deg(A: np.ndarray) -> float:
     return math.degrees(math.atan2(B[1, 0], B[0, 0]))
 
 
-def knee3d(tables: Tables, params: KneeParams = KneeParams()) -> Summary:
+def knee3d(tables: Tables, params: KneeParams = KneeParams(), progress: Progress | None = None) -> Summary:
     """Run the 3D knee from full extension until ``final_flexion_deg`` (thesis 6.5.2) on the tables
     of the roles ``condyle_medial``, ``condyle_lateral``, ``plateau_medial``, ``plateau_lateral``
     (:data:`TABLES`). The artifacts hold the sampled ``history``."""
@@ -124,7 +124,8 @@ def knee3d(tables: Tables, params: KneeParams = KneeParams()) -> Summary:
         ligaments.append(Ligament(name, femur, a, tibia, b, QuadraticLaw(k * 1e6, l0)))
     system = MultibodySystem([femur, tibia], contacts, gravity=p.gravity, loads=ligaments)
     res = simulate(system, p.t_end, method=p.method, rtol=p.rtol, atol=p.atol, max_step=p.max_step,
-                   stop=lambda t, s: flexion_deg(s.pose(tibia)[1]) - p.final_flexion_deg)
+                   stop=lambda t, s: flexion_deg(s.pose(tibia)[1]) - p.final_flexion_deg,
+                   progress=time_progress(progress, p.t_end))
     onsets = [e for e in res.events if e["type"] == "onset"]
     windows = {f"{c.name}_{w}": getattr(c, w).window.stats for c in contacts for w in ("i", "j")}
     # histories sampled from the dense output: angles, ligament forces, contact indentation and force
@@ -184,7 +185,7 @@ class Knee3D(Scenario, name="knee3d", params=KneeParams, tables=TABLES,
 
     def run(self, params: KneeParams, tables: Tables, *, out: Path | None = None,
             progress: Progress | None = None) -> Summary:
-        summary = knee3d(tables, params)
+        summary = knee3d(tables, params, progress)
         if out is not None:
             from simclient.scenarios.report import save_knee3d
 

@@ -35,7 +35,8 @@ from simclient.contact import QUADRATURES, FoundationContact, LayerLaw, LinearLa
 from simclient.dynamics import METHODS, Body, FoundationLoad, MultibodySystem, simulate
 from simclient.errors import ContactError, ParameterError
 from simclient.io import Source
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_choices, check_positive, extent_param, param
+from simclient.scenarios._base import (Progress, Scenario, Summary, Tables, check_choices, check_positive, extent_param,
+                                       param, time_progress)
 from simclient.scenarios.studies import Study, register
 
 __all__ = ["LayerDropParams", "layer_drop", "drop_system", "sphere_radius", "foundation_closed_form"]
@@ -145,7 +146,8 @@ def layer_drop(sphere: Source, plane: Source, params: LayerDropParams | None = N
         return max(low - START_GAP, -low - 0.95 * p.thickness)
     say(f"dropping the ball at {p.v0:g} m/s on {load.contact.stats['elements']} elements"
         + (f", {load.n_states} states" if load.n_states else ""))
-    res = simulate(system, p.t_end, method=p.method, rtol=p.rtol, atol=p.atol, stop=stop)
+    res = simulate(system, p.t_end, method=p.method, rtol=p.rtol, atol=p.atol, stop=stop,
+                   progress=time_progress(progress, p.t_end))
     values: dict[str, Any] = {"status": "ok" if res.status >= 0 else "failed", "v0_m_s": p.v0, "mass_kg": p.mass,
                               "radius_m": radius, "layer": _describe(p), "element_grid": list(p.grid),
                               "quadrature": p.quadrature, "states": load.n_states, "method": p.method,

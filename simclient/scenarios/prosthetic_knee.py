@@ -48,7 +48,8 @@ from simclient.dynamics import (
 )
 from simclient.errors import ParameterError
 from simclient.geometry import StorageWindow, rot2
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_choices, check_positive, param
+from simclient.scenarios._base import (Progress, Scenario, Summary, Tables, check_choices, check_positive, param,
+                                       time_progress)
 from simclient.scenarios.studies import Study, register
 
 __all__ = ["ProstheticKneeParams", "ProstheticKnee", "prosthetic_knee", "BODIES", "JOINT_VECTORS", "JOINTS"]
@@ -129,7 +130,8 @@ def thigh_motion(theta0: float, hip: np.ndarray, rng: float, T: float) -> Any:
     return motion
 
 
-def prosthetic_knee(tables: Tables, params: ProstheticKneeParams = ProstheticKneeParams()) -> Summary:
+def prosthetic_knee(tables: Tables, params: ProstheticKneeParams = ProstheticKneeParams(),
+                    progress: Progress | None = None) -> Summary:
     """Run the prosthetic leg (module docstring); the artifacts hold the ``history``, ``result``
     and ``system``."""
     p = params
@@ -155,7 +157,8 @@ def prosthetic_knee(tables: Tables, params: ProstheticKneeParams = ProstheticKne
     l_init = spring_length((b1.position, b1.angle), (b2.position, b2.angle))
     system.loads.append(spring_damper("spring", b2, _point(2, "E"), b1, _point(1, "F"), 250e3, 50e3,
                                       l_init - p.spring_preload))
-    res = simulate(system, p.t_end, method=p.method, rtol=p.rtol, atol=p.atol, project_every=p.project_every)
+    res = simulate(system, p.t_end, method=p.method, rtol=p.rtol, atol=p.atol, project_every=p.project_every,
+                   progress=time_progress(progress, p.t_end))
     values, hist = _summary(system, stop, joints, bodies, res, p)
     values.update(assembly_residual_m=residual, spring_rest_length_m=l_init - p.spring_preload, law=law.name,
                   status="ok" if res.success else "failed", message=res.message, wall_s=res.wall_s,
@@ -225,7 +228,7 @@ class ProstheticKnee(Scenario, name="prosthetic-knee", params=ProstheticKneePara
 
     def run(self, params: ProstheticKneeParams, tables: Tables, *, out: Path | None = None,
             progress: Progress | None = None) -> Summary:
-        summary = prosthetic_knee(tables, params)
+        summary = prosthetic_knee(tables, params, progress)
         if out is not None:
             from simclient.scenarios.report import save_prosthetic_knee
 
