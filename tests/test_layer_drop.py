@@ -14,9 +14,9 @@ from simclient.scenarios import locate
 from simclient.scenarios.layer_drop import LayerDropParams, LayerDropScenario, layer_drop
 
 
-def _drop(tables, out=None, **params):
+def _drop(tables, out=None, progress=None, **params):
     sphere, plane = (open_surface(locate(name, tables=tables)) for name in ("ef_sphere", "ef_layer"))
-    return layer_drop(sphere, plane, LayerDropParams(**params), out=out)
+    return layer_drop(sphere, plane, LayerDropParams(**params), out=out, progress=progress)
 
 
 def test_the_elastic_drop_gives_the_closed_forms(sample_tables):
@@ -119,8 +119,7 @@ def test_a_long_run_reports_its_simulated_time_as_it_goes(sample_tables, monkeyp
     quiet = _drop(sample_tables)
     monkeypatch.setattr(integrate, "PROGRESS_EVERY", 0.0)
     said: list[str] = []
-    sphere, plane = (open_surface(locate(name, tables=sample_tables)) for name in ("ef_sphere", "ef_layer"))
-    heard = layer_drop(sphere, plane, LayerDropParams(), progress=said.append)
+    heard = _drop(sample_tables, progress=said.append)
     times = [float(m.split()[2]) for m in said if m.startswith("t = ")]
     assert all(m.endswith("s of 0.05 s") for m in said if m.startswith("t = "))
     assert len(times) >= heard["steps"] and times == sorted(times) and 0 < times[-1] <= 0.05
