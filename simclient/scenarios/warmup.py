@@ -1,8 +1,8 @@
 """Compile the numba kernels once, into numba's on-disk cache (``simclient warmup``; ``dev.py``
 runs it at set-up).
 
-The kernels are compiled with ``cache=True``: the first process that calls one compiles it (a few
-seconds for all of them) and every later process loads the machine code from the cache beside the
+The kernels are compiled with ``cache=True``: the first process that calls one compiles it (some
+45 s for all of them on a 2-core machine) and every later process loads the machine code from the cache beside the
 sources. This runs short versions of the scenarios that call every kernel family (3D point
 contact and interpolation, the planar profile contact, the elastic foundation's ray casts) on
 small sample tables built in a temporary folder, so the first real run after an install does not
