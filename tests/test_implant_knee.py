@@ -179,6 +179,26 @@ def test_a_femur_slid_medial_laterally_comes_back_to_the_same_restoring_equilibr
     assert side[0] > 0 > side[1]
 
 
+def test_a_femur_slid_across_a_flat_slot_reaches_its_far_wall(implant_tables):
+    """At 40 deg flexion under 300 N the femur sits in a slot some 3 mm wide along ML: a flat bottom
+    where the ML force is a nearly constant 0.2 % of the load (laterally directed), between walls where
+    it rises to 10-100 N within 0.25 mm. Released at the slot's medial end, the slide (its steps
+    doubling from 20 um, 5 mm at most) must cross the whole bottom to the lateral wall, 3 mm away,
+    beyond its seventh step (2.54 mm): it ends in equilibrium there, the ML force restoring around it."""
+    knee = _knee(implant_tables, "linear")
+    case, tol = (np.radians(40.0), 0.0, 0.0, 300.0), knee._tol(300.0)
+    y, _ = knee.static(40.0, 300.0)
+    start = knee._hold_ml(y + np.array([0.0, 2e-3 - y[1], 0.0]), case, tol)  # ML +2 mm (medial), SI and VV solved
+    Q_start = knee.generalized_forces(start, *case, full=True)[0]
+    assert -0.005 * 300.0 < Q_start[1] < -tol[1]  # on the flat bottom, out of balance, pushed laterally
+    end = knee._slide_ml(start, case, tol)
+    assert start[1] - end[1] > 2.54e-3
+    assert np.all(np.abs(knee.generalized_forces(end, *case, full=True)[0]) <= tol)
+    side = [knee.generalized_forces(knee._hold_ml(end + np.array([0.0, d, 0.0]), case, tol), *case, full=True)[0][1]
+            for d in (-2e-5, 2e-5)]
+    assert side[0] > 0 > side[1]
+
+
 def test_settles_come_to_rest_in_few_steps_and_an_unbalanced_one_is_an_error(implant_tables, monkeypatch):
     """Every static settle of the default run comes to rest within the equilibrium tolerance in a few
     pseudo-time steps (each a contact evaluation and a Jacobian), at a stable equilibrium: the

@@ -352,14 +352,16 @@ class ImplantKnee:
             return float(self.generalized_forces(q, *load_case, full=True)[0][1]), q
 
         a, (fa, _) = y[1], held(y[1])
-        b, h = a, 2e-5
+        b, h, reach = a, 2e-5, 5e-3
         while True:
-            b += math.copysign(h, fa)
-            if abs(b - y[1]) > 5e-3:
-                return y
+            # (the last step ends at the reach, not beyond it: a turn between the doubled steps'
+            # last point and the reach is found too)
+            b = min(max(b + math.copysign(h, fa), y[1] - reach), y[1] + reach)
             fb, _ = held(b)
             if fa * fb <= 0:
                 break
+            if abs(b - y[1]) >= reach:
+                return y
             a, fa, h = b, fb, 2 * h
         return held(brentq(lambda ml: held(ml)[0], min(a, b), max(a, b), xtol=1e-8))[1]
 

@@ -624,7 +624,7 @@ def save_natural_knee(out: Path, summary: Summary) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     knees = summary.artifacts["knees"]
     group = zarr.open_group(str(out / "natural_knee.zarr"), mode="w")
-    fig, axes = plt.subplots(1, len(knees), figsize=(6 * len(knees), 5), squeeze=False)
+    fig, axes = plt.subplots(1, len(knees), figsize=(5.5 * len(knees), 4.2), squeeze=False, layout="constrained")
     vmax = max(r.peak_pressure for _, res in knees.values() for r in res["results"].values()) / 1e6
     levels = np.linspace(0, max(vmax, 1e-3), 15)
     for ax, (strain, (knee, res)) in zip(axes[0], knees.items()):
