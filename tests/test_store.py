@@ -17,6 +17,7 @@ from conftest import StoreProcess
 
 from preprocess.build import build_surface, parse_surface
 from simclient import HttpSource, LocalSource, open_surface
+from simclient.io import KeepAliveTransport
 from simclient.errors import SourceCorrupt, SourceNotFound, SourceRequestError, TableChanged
 from surfacestore.catalog import Catalog
 from surfacestore.format import RecordBlock, open_table, window_block
@@ -159,12 +160,18 @@ def test_corrupt_record_is_503_and_others_still_served(tmp_path):
         assert httpx.get(f"{s.url}/v1/surfaces/bad/records/0/0").status_code == 200
         r = httpx.get(f"{s.url}/v1/surfaces/good/block", params={"ri0": 0, "ri1": 5, "rj0": 0, "rj1": 8})
         np.testing.assert_array_equal(_npy(r), good.read_block(RecordBlock(0, 5, 0, 8)))
-        # a corrupt record is the store's definite answer: not retried (8 retries would take seconds)
-        src = HttpSource(f"{s.url}/v1/surfaces/bad", retries=8, backoff=1.0)
-        t = time.perf_counter()
+        # a corrupt record is the store's definite answer: asked once, not retried
+        sent = []
+
+        class Counting(KeepAliveTransport):
+            def handle_request(self, request: httpx.Request) -> httpx.Response:
+                sent.append(request.url.path)
+                return super().handle_request(request)
+
+        src = HttpSource(f"{s.url}/v1/surfaces/bad", retries=8, backoff=1.0, transport=Counting(10.0))
         with pytest.raises(SourceCorrupt, match=r"bad: records \[1, 2\) x \[1, 2\).*503.*record_corrupt"):
             src.read_block(1, 2, 1, 2)
-        assert time.perf_counter() - t < 0.5
+        assert sent == ["/v1/surfaces/bad", "/v1/surfaces/bad/block"]  # the header, then the block once
     finally:
         s.stop()
 

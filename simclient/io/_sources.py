@@ -156,7 +156,7 @@ class HttpSource:
     retries : attempts after the first on connection errors and 5xx, with exponential backoff
         starting at ``backoff`` seconds (capped at 2 s), so a store restart is ridden out.
     transport : the ``httpx`` transport requests go through (tests pass a ``MockTransport``); by
-        default :class:`simclient.transport.KeepAliveTransport` for ``http://`` and
+        default :class:`simclient.io.KeepAliveTransport` for ``http://`` and
         ``httpx.HTTPTransport`` for ``https://``. Requests are sent on the transport directly: the
         store needs none of ``httpx.Client``'s cookies, redirects or auth flows, which cost about
         0.3 ms per request on the development VM, a third of a window's round trip.
