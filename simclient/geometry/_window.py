@@ -62,7 +62,7 @@ class StorageWindow:
 
     Parameters
     ----------
-    source : a :class:`simclient.sources.Source`.
+    source : a :class:`simclient.io.Source`.
     extent : records in u and v; clamped (with a warning) to the table's record grid.
     interpolation : ``"hermite"`` (default) or ``"bilinear"``.
     centre : (u, v) to centre the first window on; default the table's centre.

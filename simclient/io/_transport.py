@@ -19,7 +19,7 @@ callers catch ``httpx.TransportError`` whichever transport is in use::
     any other socket error                    -> httpx.NetworkError
 
 A connection that failed, or that the server asked to close, is dropped and the next request
-opens a new one; requests are not retried here (:class:`simclient.sources.HttpSource` retries).
+opens a new one; requests are not retried here (:class:`simclient.io.HttpSource` retries).
 Only ``http://`` URLs are handled: give ``httpx.HTTPTransport()`` for TLS.
 """
 
