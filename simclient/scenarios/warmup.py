@@ -2,11 +2,11 @@
 runs it at set-up).
 
 The kernels are compiled with ``cache=True``: the first process that calls one compiles it (some
-45 s for all of them on a 2-core machine) and every later process loads the machine code from the cache beside the
-sources. This runs short versions of the scenarios that call every kernel family (3D point
-contact and interpolation, the planar profile contact, the elastic foundation's ray casts) on
-small sample tables built in a temporary folder, so the first real run after an install does not
-pay for the compilation.
+45 s for all of them on a 2-core machine) and every later process loads the machine code from the
+cache beside the sources. This runs short versions of the scenarios that call every kernel family
+(3D point contact and interpolation, the planar profile contact, the elastic foundation's ray
+casts) on small sample tables built in a temporary folder, so the first real run after an install
+does not pay for the compilation.
 
 It first deletes the package's cached kernels: numba checks a cached kernel against its own source
 file only, not against the kernels it calls from other files, so after an in-place update (a pull,
