@@ -161,26 +161,29 @@ def test_a_stiffening_layer_tends_to_rigid_contact(tables):
     """On the planes, a linear layer of growing modulus approaches the rigid point contacts, the
     second method: the layer's compression, and with it every coordinate's departure from the rigid
     solution, falls as E^-1/2 (a paraboloid on a Winkler layer carries F = pi R S d^2 / h), so by
-    sqrt(10) per decade; and the condyles' forces tend to the rigid ones."""
+    sqrt(10) per decade; and the condyles' forces tend to the rigid ones. The elements are half the
+    default's across: at 5 GPa the contact is 2-3 default elements wide, and their quadrature's
+    error in the rotation (0.01-0.02 deg) then matters beside the departure (0.04-0.07 deg)."""
     path = {"path": "internal", "flexion_max_deg": 60.0, "flexion_step_deg": 20.0}
     rigid = _envelope(tables, "plane", contact="rigid", **path)
-    layers = [_envelope(tables, "plane", tibia="planes", E=E, **path) for E in (50e6, 500e6, 5e9)]
+    layers = [_envelope(tables, "plane", tibia="planes", E=E, grid=(72, 168), **path) for E in (50e6, 500e6, 5e9)]
     for key, r in rigid.items():
         rot = [abs(x[key]["internal_rotation_deg"] - r["internal_rotation_deg"]) for x in layers]
         pd = [abs(x[key]["translation_m"][2] - r["translation_m"][2]) for x in layers]
         for departures in (rot, pd):
             for a, b in zip(departures, departures[1:]):
-                assert b / a == pytest.approx(10**-0.5, rel=0.25), (key, departures)
-        for side in SIDES:
-            forces = [x[key][f"{side}_force_N"] / r[f"{side}_force_N"] - 1 for x in layers]
-            assert forces[0] < forces[1] < forces[2] < 0 and forces[2] > -0.02, (key, side, forces)
+                assert b / a == pytest.approx(10**-0.5, rel=0.1), (key, departures)
+        for side in SIDES:  # (from below or from above, as the poses approach the rigid one)
+            forces = [abs(x[key][f"{side}_force_N"] / r[f"{side}_force_N"] - 1) for x in layers]
+            assert forces[0] > forces[1] > forces[2] and forces[2] < 0.02, (key, side, forces)
 
 
 def test_a_softer_layer_loosens_the_knee(tables, tmp_path):
     """``simclient study blankevoort-modulus`` (Fig. 9, E from 2.5 to 20 MPa): lowering E relaxes
     the ligaments (the condyles carry less) and increases the axial laxity at every flexion, as the
     paper reports; the AP and ML translations and varus barely move (the paper: "essentially
-    unaffected"). The proximal translation follows the layer's own compression."""
+    unaffected"): by less than 0.5 mm and 0.5 deg, a fourteenth of the AP travel along the path
+    (7 mm). The proximal translation follows the layer's own compression."""
     r = run_cli("study", "blankevoort-modulus", "--tables", str(tables), "--json", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
     cases = json.loads(r.stdout)["cases"]
@@ -196,8 +199,8 @@ def test_a_softer_layer_loosens_the_knee(tables, tmp_path):
             assert all(a < b for a, b in zip(load, load[1:])), (fl, path, load)
             height = [x["translation_m"][2] for x in rows]
             assert all(a < b for a, b in zip(height, height[1:])), (fl, path, height)
-            for k, bound in ((0, 0.3e-3), (1, 0.5e-3)):
-                assert np.ptp([x["translation_m"][k] for x in rows]) < bound
+            for k in (0, 1):
+                assert np.ptp([x["translation_m"][k] for x in rows]) < 0.5e-3
             assert np.ptp([x["varus_deg"] for x in rows]) < 0.5
     assert (tmp_path / "blankevoort-modulus.png").stat().st_size > 20_000
 
