@@ -13,7 +13,7 @@ from conftest import run_cli
 from simclient.contact import Layer, compressible_law
 from simclient.errors import ContactError
 from simclient.io import open_surface
-from simclient.scenarios.blankevoort import BUNDLES, SIDES, BlankevoortKnee, BlankevoortParams, blankevoort
+from simclient.scenarios.blankevoort import BUNDLES, FREE, SIDES, BlankevoortKnee, BlankevoortParams, blankevoort
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +94,36 @@ def test_thin_layer_matches_the_closed_form(tables):
         force = float(np.linalg.norm(knee.contact(q, full=True)[side][0]))
         expected = compressible_law(1 / k1, 1 / k2, layer).normal_force(delta, 0.0, 0.0)
         assert force == pytest.approx(expected, rel=0.03), side
+
+
+def test_the_path_tangent_predicts_the_next_equilibrium_to_second_order(tables):
+    """``BlankevoortKnee.predicted``, the start of each flexion step: with the Jacobian of the
+    equilibrium (central differences here), the equilibrium moved along ``-J^-1 dr/dflex`` is
+    the next one to second order in the step, where the unmoved equilibrium is off to first order."""
+    knee = _knee(tables)
+    state = {"q": knee.reference()}
+    knee.torque = -3.0
+    for fl in (0, 10, 20, 30):
+        state = knee.solve(state["q"], math.radians(fl))
+        assert state["converged"]
+    q = state["q"]
+    J = np.empty((5, 5))
+    for k, i in enumerate(FREE):
+        up, down = q.copy(), q.copy()
+        up[i] += 1e-7
+        down[i] -= 1e-7
+        J[:, k] = (knee.residual(up) - knee.residual(down)) / 2e-7
+    units = np.array([1e3, 1e3, 1e3, 180 / math.pi, 180 / math.pi])  # mm and deg
+    predicted, unmoved = [], []
+    for step in (4.0, 2.0):
+        flexion = math.radians(30 + step)
+        truth = knee.solve(q, flexion)["q"]
+        start, _ = knee.predicted({**state, "jacobian": J}, flexion)
+        predicted.append(np.abs((start - truth)[FREE] * units).max())
+        unmoved.append(np.abs((q - truth)[FREE] * units).max())
+    assert unmoved[0] / unmoved[1] == pytest.approx(2, rel=0.15)  # first order
+    assert predicted[0] / predicted[1] > 2.5  # second order (4, less the elements' small kinks)
+    assert predicted[0] < 0.1 * unmoved[0] and predicted[1] < 0.1 * unmoved[1]
 
 
 def test_rigid_contacts_close_their_gaps(tables):

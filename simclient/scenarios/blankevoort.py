@@ -30,7 +30,8 @@ Contact per compartment (medial: y > 0):
 ``tibia``: the layers may also run on the planes (the paper's Figs. 7-8 compare the two); rigid
 contact runs on the planes only. Each row of the envelope also gives, for the layers, each condyle's
 peak stress, largest displacement ``u_n`` and contact area (Fig. 10's quantities); a flexion step
-that does not converge is taken in halves (:func:`simclient.dynamics.continue_step`). The studies
+starts from the previous equilibrium moved along the path's tangent (:meth:`BlankevoortKnee.predicted`)
+and, if it does not converge, is taken in halves (:func:`simclient.dynamics.continue_step`). The studies
 ``blankevoort-modulus`` (Fig. 9) and ``blankevoort-contact`` (Figs. 7-8) are registered here.
 
 Assumptions (the paper gives the surfaces and the insertions in figures only): the surfaces of
@@ -100,7 +101,7 @@ FREE = [0, 1, 2, 4, 5]
 STEP = np.full(5, 1e-7)  # central-difference steps: m and rad
 MAX_STEP = np.array([1e-3, 1e-3, 1e-3, 0.02, 0.02])  # the largest Newton step: m and rad
 RAMP = 12  # steps in which the axial torque is applied at full extension
-MAX_HALVINGS = 6  # a flexion step that does not converge is split into at most 64
+MAX_HALVINGS = 4  # a flexion step that does not converge is split into at most 16
 # the line search's shortest step: near extension a bundle going slack bends the residual so much
 # that it falls only over the first thousandths of a Newton step (stiff layers stalled there)
 MIN_STEP = 1 / 1024
@@ -304,7 +305,8 @@ class BlankevoortKnee:
                                  max_step=MAX_STEP, min_step=MIN_STEP).x
                 Q, sides = checked()
             return {"q": q, "converged": bool(np.abs(Q).max() <= p.tol), "Q": Q,
-                    "forces": {s: float(np.linalg.norm(res.force)) for s, res in sides.items()}, "compartments": sides}
+                    "forces": {s: float(np.linalg.norm(res.force)) for s, res in sides.items()}, "compartments": sides,
+                    "jacobian": self.jacobian}
         forces = np.full(len(active), p.compression_N / 2) if p0 is None else p0
         while True:
             n = len(active)
@@ -332,7 +334,36 @@ class BlankevoortKnee:
             forces = forces[keep]
         Q = r.f[:5]
         return {"q": q, "converged": bool(r.converged and (forces >= 0).all()), "Q": Q,
-                "forces": {s: float(f) for s, f in zip(active, forces)}, "active": active, "p": forces}
+                "forces": {s: float(f) for s, f in zip(active, forces)}, "active": active, "p": forces,
+                "jacobian": self.jacobian}
+
+    def predicted(self, state: dict[str, Any], flexion: float) -> tuple[np.ndarray, np.ndarray | None]:
+        """The start for the solve at ``flexion`` (rad) from the converged ``state``: its
+        coordinates (and, rigid, contact forces) moved along the path's tangent, ``dx/dflex = -J^-1
+        dr/dflex`` with that solve's Jacobian and ``dr/dflex`` by central differences."""
+        q, forces, J = state["q"], state.get("p"), state.get("jacobian")
+        if J is None or not state.get("converged"):
+            return q, forces
+        sides = state.get("active", SIDES) if self.rigid else ()
+
+        def r(flex: float) -> np.ndarray:
+            trial = q.copy()
+            trial[3] = flex
+            return self.residual(trial, forces, sides)
+
+        h = 1e-6
+        try:
+            slope = (r(q[3] + h) - r(q[3] - h)) / (2 * h)
+        except ContactError:
+            return q, forces
+        if J.shape != (len(slope), len(slope)):
+            return q, forces
+        dx = -np.linalg.lstsq(J, slope, rcond=None)[0] * (flexion - q[3])
+        if not np.isfinite(dx).all():
+            return q, forces
+        moved = q.copy()
+        moved[FREE] += dx[:5]
+        return moved, (None if forces is None else forces + dx[5:])
 
     def reference(self) -> np.ndarray:
         """The reference position (ligaments not yet attached): flexion, internal rotation, AP and
@@ -410,7 +441,10 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
     def advance(flexion: float, state: dict[str, Any]) -> dict[str, Any]:
         nonlocal solves
         solves += 1
-        new = knee.solve(state["q"], flexion, state.get("active", SIDES), state.get("p"))
+        # from the previous equilibrium moved along the path's tangent: a stiff layer's condyles,
+        # held still while the femur flexes, lift clear of it, a poor start for Newton
+        q0, p0 = knee.predicted(state, flexion)
+        new = knee.solve(q0, flexion, state.get("active", SIDES), p0)
         if not new["converged"]:
             knee.jacobian = None  # the failed solve's is no start for the next
         return new
