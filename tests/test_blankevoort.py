@@ -57,6 +57,9 @@ def test_envelope_converges_on_both_paths(tables, tmp_path):
     w = s["largest_stress"]
     assert w["peak_stress_Pa"] == max(x[f"{side}_peak_stress_Pa"] for x in rows for side in SIDES)
     assert w["paper"] == {"condyle": "lateral", "path": "internal", "flexion_deg": 90.0}
+    # the paper's Fig. 10: the largest stress (and displacement) on the lateral condyle, internal
+    # path, 90 deg flexion (of the maps' 45 and 90 deg; here of every step)
+    assert {k: w[k] for k in ("condyle", "path", "flexion_deg")} == w["paper"]
     maps = np.load(tmp_path / "blankevoort_maps.npz")
     for path in ("internal", "external"):
         for fl in (45, 90):
