@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
 from conftest import run_cli
 
 from simclient.contact import Layer, compressible_law
@@ -70,6 +71,22 @@ def test_envelope_converges_on_both_paths(tables, tmp_path):
                 assert maps[f"{key}_stress_Pa"].max() == pytest.approx(row[f"{side}_peak_stress_Pa"], rel=1e-9)
                 assert maps[f"{key}_centre_m"][:, 2].max() < 0.01  # on the plateaus, below the femoral origin
     assert (tmp_path / "blankevoort_maps.png").stat().st_size > 20_000
+    # each bundle's strain and tension, from the pose by eqs. 3 and 6-8 written out here: the
+    # femoral insertion at a + R l_femur (R = Rz(-int) Rx(-var) Ry(-flex), intrinsic), L0 = L_r /
+    # (eps_r + 1), f = k eps^2 / (4 eps_l) up to 2 eps_l and k (eps - eps_l) beyond, 0 when slack
+    for x in rows[::7]:
+        R = Rotation.from_euler("ZXY", [-x["internal_rotation_deg"], -x["varus_deg"], -x["flexion_deg"]],
+                                degrees=True).as_matrix()
+        for name, (k, eps_r, tibial, femoral) in BUNDLES.items():
+            length = np.linalg.norm(np.array(x["translation_m"]) + R @ femoral - tibial)
+            eps = length / (s["reference_lengths_m"][name] / (eps_r + 1)) - 1
+            force = 0.0 if eps < 0 else k * eps**2 / 0.12 if eps <= 0.06 else k * (eps - 0.03)
+            assert x["bundle_strain"][name] == pytest.approx(eps, abs=1e-12)
+            assert x["bundle_force_N"][name] == pytest.approx(force, rel=1e-9, abs=1e-9)
+    e = s["largest_strain"]
+    assert e["strain"] == max(v for x in rows for v in x["bundle_strain"].values())
+    header = (tmp_path / "blankevoort_envelope.csv").read_text().splitlines()[0].split(",")
+    assert {f"strain_{n}" for n in BUNDLES} | {f"force_N_{n}" for n in BUNDLES} <= set(header)
 
 
 def test_reference_lengths_give_the_reference_strains(tables):

@@ -203,6 +203,12 @@ class BlankevoortKnee:
         _, _, L = _bundles(q)
         return {n: float(length) for n, length in zip(BUNDLES, L)}
 
+    def bundle_loads(self, q: np.ndarray) -> dict[str, tuple[float, float]]:
+        """Each bundle's strain ``(L - L0) / L0`` (eq. 7) and tension (N) at coordinates ``q``
+        (once the reference position has set the laws)."""
+        return {n: ((length - law.l0) / law.l0, law.force(length))
+                for (n, law), length in zip(self.laws.items(), self.lengths(q).values())}
+
     def contact(self, q: np.ndarray, full: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray, Any]]:
         """Deformable contact per side: (force on the femur (N, tibia frame), moment about the
         femoral origin (N m), the compartment's result)."""
@@ -471,6 +477,9 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
                    "lateral_force_N": state["forces"].get("lateral", 0.0),
                    "residual_N": float(np.abs(state["Q"][:3]).max()),
                    "residual_Nm": float(np.abs(state["Q"][3:5]).max())}
+            loads = knee.bundle_loads(q)
+            row["bundle_strain"] = {n: strain for n, (strain, _) in loads.items()}
+            row["bundle_force_N"] = {n: tension for n, (_, tension) in loads.items()}
             for side, res in state.get("compartments", {}).items():  # the layer's (Fig. 10's quantities)
                 row[f"{side}_peak_stress_Pa"] = res.peak_pressure
                 row[f"{side}_max_displacement_m"] = float(res.depth.max())
@@ -486,6 +495,7 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
     values["path_solves"] = solves
     if not knee.rigid:
         values["largest_stress"] = _largest_stress(rows)
+    values["largest_strain"] = _largest_strain(rows)
     values["max_residual_N"] = max(r["residual_N"] for r in rows)
     values["max_residual_Nm"] = max(r["residual_Nm"] for r in rows)
     at95 = [r for r in rows if r["path"] == "internal" and abs(r["flexion_deg"] - 95.0) < 1e-9]
@@ -512,6 +522,17 @@ def _largest_stress(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     stress, side, row = max(candidates, key=lambda c: c[0])
     return {"peak_stress_Pa": stress, "max_displacement_m": row[f"{side}_max_displacement_m"], "condyle": side,
             "path": row["path"], "flexion_deg": row["flexion_deg"], "paper": PAPER_LARGEST_STRESS}
+
+
+def _largest_strain(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The largest bundle strain along the envelope's solved positions: the strain, the bundle,
+    its tension (N), the path and flexion (deg); None where no position was solved."""
+    candidates = [(strain, name, r) for r in rows if r["converged"] for name, strain in r["bundle_strain"].items()]
+    if not candidates:
+        return None
+    strain, name, row = max(candidates, key=lambda c: c[0])
+    return {"strain": strain, "bundle": name, "force_N": row["bundle_force_N"][name], "path": row["path"],
+            "flexion_deg": row["flexion_deg"]}
 
 
 class Blankevoort(Scenario, name="blankevoort", params=BlankevoortParams,
@@ -554,6 +575,10 @@ class Blankevoort(Scenario, name="blankevoort", params=BlankevoortParams,
             lines.append(f"  largest layer stress {w['peak_stress_Pa'] / 1e6:.2f} MPa (displacement "
                          f"{w['max_displacement_m'] * 1e3:.2f} mm): {w['condyle']} condyle, {w['path']} path, "
                          f"{w['flexion_deg']:g} deg; the paper: lateral condyle, internal path, 90 deg")
+        if summary.get("largest_strain"):
+            e = summary["largest_strain"]
+            lines.append(f"  largest bundle strain {e['strain'] * 100:.1f} % ({e['bundle']}, {e['force_N']:.0f} N): "
+                         f"{e['path']} path, {e['flexion_deg']:g} deg")
         lines.extend(f"  wrote {f}" for f in summary.get("files", []))
         return "\n".join(lines)
 

@@ -491,15 +491,19 @@ def _refinement_figure(refinement: Any, title: str) -> Any:
 
 def save_blankevoort(out: Path, summary: Summary) -> list[str]:
     """Save Blankevoort's envelope to ``out``: ``blankevoort_envelope.csv`` (one row per solved
-    flexion and path) and ``blankevoort_envelope.png`` (internal-external rotation, varus, the
-    femoral origin's translations and the per-condyle contact forces against flexion, both paths)."""
+    flexion and path, with every bundle's strain and tension) and ``blankevoort_envelope.png``
+    (internal-external rotation, varus, the femoral origin's translations, the per-condyle contact
+    forces and each ligament's most strained bundle against flexion, both paths)."""
     plt = _pyplot()
     out.mkdir(parents=True, exist_ok=True)
     rows = summary["envelope"]
+    bundles = list(rows[0]["bundle_strain"]) if rows else []
     cols = ["flexion_deg", "internal_rotation_deg", "varus_deg", "ap_mm", "ml_mm", "pd_mm", "medial_force_N",
-            "lateral_force_N", "residual_N", "residual_Nm"]
+            "lateral_force_N", "residual_N", "residual_Nm", *(f"strain_{n}" for n in bundles),
+            *(f"force_N_{n}" for n in bundles)]
     table = [[r["flexion_deg"], r["internal_rotation_deg"], r["varus_deg"], *(np.array(r["translation_m"]) * 1e3),
-              r["medial_force_N"], r["lateral_force_N"], r["residual_N"], r["residual_Nm"]] for r in rows]
+              r["medial_force_N"], r["lateral_force_N"], r["residual_N"], r["residual_Nm"],
+              *r["bundle_strain"].values(), *r["bundle_force_N"].values()] for r in rows]
     with open(out / "blankevoort_envelope.csv", "w") as f:
         f.write("path," + ",".join(cols) + "\n")
         for r, values in zip(rows, table):
@@ -516,17 +520,22 @@ def save_blankevoort(out: Path, summary: Summary) -> list[str]:
             axes[0, 1].plot(a[:, 0], a[:, k], style, label=f"{name}, {path}")
         axes[1, 0].plot(a[:, 0], a[:, 6], style, label=f"medial, {path}")
         axes[1, 0].plot(a[:, 0], a[:, 7], style, label=f"lateral, {path}")
+        # each ligament's most strained bundle (the bundles named by ligament: aAC, pAC -> AC)
+        strain = a[:, 10:10 + len(bundles)] * 100
+        for k, ligament in enumerate(dict.fromkeys(n[1:] for n in bundles)):
+            of = [i for i, n in enumerate(bundles) if n[1:] == ligament]
+            axes[1, 1].plot(a[:, 0], strain[:, of].max(axis=1), style, color=f"C{k}", label=f"{ligament}, {path}")
     if "at_95_deg_internal" in summary:
         paper = summary["at_95_deg_internal"]["paper"]
         axes[1, 0].plot([95, 95], [paper["medial_force_N"], paper["lateral_force_N"]], "k*", label="paper, 95 deg")
     axes[0, 0].set_ylabel("rotation of the tibia [deg]")
     axes[0, 1].set_ylabel("femoral origin in the tibia frame [mm]")
     axes[1, 0].set_ylabel("contact force [N]")
-    axes[1, 1].axis("off")
-    axes[1, 1].text(0, 0.5, f"Blankevoort 1991 model, {summary['contact']} contact\nE = {summary['E_Pa'] / 1e6:g} MPa\n"
-                    f"largest residuals {summary['max_residual_N']:.1g} N, {summary['max_residual_Nm']:.1g} N m",
-                    va="center")
-    for ax in axes.ravel()[:3]:
+    axes[1, 1].set_ylabel("strain of the ligament's most strained bundle [%]")
+    axes[1, 1].axhline(0, color="k", lw=0.6)
+    fig.suptitle(f"Blankevoort 1991 model, {summary['contact']} contact, E = {summary['E_Pa'] / 1e6:g} MPa: "
+                 f"largest residuals {summary['max_residual_N']:.1g} N, {summary['max_residual_Nm']:.1g} N m")
+    for ax in axes.ravel():
         ax.set_xlabel("flexion [deg]")
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
