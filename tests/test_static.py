@@ -49,6 +49,26 @@ def test_ball_on_the_ground_along_a_load_path(sample_tables):
         assert r.q[1] == 0.0 and not r.q[3:].any()
 
 
+def test_each_step_of_the_path_starts_on_its_tangent(sample_tables):
+    """``StaticProblem.predicted`` (``tangent_step``), the start of each step of ``path``: from the
+    equilibrium at s = 0.5, the start for s + ds misses the next equilibrium by Hertz's second-order
+    term, |delta''| ds^2 / 2 with delta(s) = ((m g + 100 N s) / K)^(2/3), where the unmoved
+    equilibrium misses it by the first-order delta' ds."""
+    system, ball = _system(sample_tables)
+    problem = StaticProblem(system, ball, {"y": 0.0, "rx": 0.0, "ry": 0.0, "rz": 0.0})
+    here = problem.solve(0.5)
+    assert here.converged and here.jacobian is not None
+    W = MASS * 9.81 + 100.0 * 0.5
+    first = 2 / 3 * (100.0 / K) * (W / K) ** (-1 / 3)  # d delta / ds (m)
+    second = 2 / 9 * (100.0 / K) ** 2 * (W / K) ** (-4 / 3)  # |d2 delta / ds2| (m)
+    for ds in (0.2, 0.1):
+        truth = problem.solve(0.5 + ds, here.q)
+        start = problem.predicted(here, 0.5 + ds)
+        assert abs(start[2] - truth.q[2]) == pytest.approx(second * ds**2 / 2, rel=0.25)
+        assert abs(here.q[2] - truth.q[2]) == pytest.approx(first * ds, rel=0.1)
+        np.testing.assert_allclose(np.delete(start, 2), np.delete(here.q, 2), atol=1e-12)  # x: its springs
+
+
 def test_free_rotation_of_a_ball_is_not_held(sample_tables):
     """A frictionless ball's spin is held by nothing: leaving it free is an input error naming it;
     y (no spring along y) likewise."""

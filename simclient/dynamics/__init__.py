@@ -55,7 +55,7 @@ from simclient.dynamics._planar import (
     Revolute2D,
 )
 from simclient.dynamics._static import (COORDINATES, NewtonResult, StaticProblem, StaticResult, continue_step, newton,
-                                       settle)
+                                       settle, tangent_step)
 from simclient.dynamics._system import ContactModel, MultibodySystem
 
 __all__ = ["Body", "Surface", "Poses", "ContactModel", "MultibodySystem", "Constraint", "SphericalJoint",
@@ -64,4 +64,4 @@ __all__ = ["Body", "Surface", "Poses", "ContactModel", "MultibodySystem", "Const
            "compile_system", "gap_probe", "ligament_forces", "solver_class", "integrate", "simulate",
            "SimulationResult", "System", "PlanarBody", "ProfileSurface", "PlanarContact", "PlanarSystem",
            "Revolute2D", "PrescribedMotion", "PlanarConstraint", "StaticProblem", "StaticResult", "COORDINATES",
-           "newton", "settle", "continue_step", "NewtonResult", "FoundationLoad", "ForwardJacobian"]
+           "newton", "settle", "continue_step", "tangent_step", "NewtonResult", "FoundationLoad", "ForwardJacobian"]

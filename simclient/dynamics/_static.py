@@ -9,8 +9,9 @@ velocity and angular velocity (``Q`` in N for x, y, z and N m for rx, ry, rz). E
 whenever it indents (velocities are zero, so dissipative laws give their elastic part).
 
 Newton on the free coordinates with a central finite-difference Jacobian (steps 1e-7 m and
-1e-7 rad) and a backtracking line search on ``|Q|^2``; a load path is followed by continuation
-from the previous solution, an increment that fails being split in halves (down to 1/64). A free
+1e-7 rad) and a backtracking line search on ``|Q|^2``; a load path is followed by continuation,
+each step starting from the previous solution moved along the path's tangent (:func:`tangent_step`),
+an increment that fails being split in halves (down to 1/64). A free
 coordinate without stiffness (a zero column of the Jacobian: e.g. a contact still open) is moved
 along its load in doubling steps until something holds it; one with neither stiffness nor load is
 an input error naming it. A step that does not converge is a result with ``converged = False`` and
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
@@ -263,6 +264,9 @@ class StaticResult:
     residual_Nm: float
     iterations: int
     message: str = ""
+    #: the last Jacobian of the free generalized forces in the free coordinates (N/m, N, N m/rad),
+    #: for the path's tangent from here
+    jacobian: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
 class StaticProblem:
@@ -359,7 +363,7 @@ class StaticProblem:
         q[free] = r.x
         Q = self.generalized_forces(q, s)
         if r.converged:
-            return self._result(s, q, Q, r.iterations, True, "converged")
+            return self._result(s, q, Q, r.iterations, True, "converged", r.jacobian)
         return self._result(s, q, Q, r.iterations, False, f"step s = {s:g}: no equilibrium after {self.max_iter} "
                                                           "Newton iterations")
 
@@ -383,9 +387,28 @@ class StaticProblem:
                                      "under its load; prescribe it or add a load that holds it")
         return q
 
-    def _result(self, s: float, q: np.ndarray, Q: np.ndarray, it: int, ok: bool, message: str) -> StaticResult:
+    def _result(self, s: float, q: np.ndarray, Q: np.ndarray, it: int, ok: bool, message: str,
+                jacobian: np.ndarray | None = None) -> StaticResult:
         rN, rM = self._residuals(Q) if np.isfinite(Q).all() else (math.inf, math.inf)
-        return StaticResult(s, q.copy(), ok, rN, rM, it, message)
+        return StaticResult(s, q.copy(), ok, rN, rM, it, message, jacobian)
+
+    def predicted(self, result: StaticResult, s: float) -> np.ndarray:
+        """The start for the solve at load step ``s`` from the equilibrium ``result``: its free
+        coordinates moved along the path's tangent (:func:`tangent_step`, with the result's
+        Jacobian), unmoved where it has none or did not converge."""
+        if result.jacobian is None or not result.converged or s == result.s:
+            return result.q
+        free = np.array(self.free)
+
+        def residual(s_: float) -> np.ndarray:
+            return self.generalized_forces(self._prescribe(result.q, s_), s_)[free]
+
+        q = result.q.copy()
+        try:
+            q[free] += tangent_step(result.jacobian, residual, result.s, s, 1e-3 * abs(s - result.s))
+        except ContactError:  # (the differences stepped off a table: no tangent)
+            pass
+        return q
 
     def path(self, steps: Sequence[float], q0: np.ndarray | None = None, max_halvings: int = 6) -> list[StaticResult]:
         """Equilibria along the load steps ``steps`` by continuation; an increment that fails is
@@ -396,12 +419,27 @@ class StaticProblem:
             if not out:
                 res = self.solve(s, None if q0 is None else np.asarray(q0, float))
             else:
-                res = continue_step(lambda s_, r: self.solve(s_, r.q), lambda r: r.converged, out[-1].s, s, out[-1],
-                                    max_halvings)
+                res = continue_step(lambda s_, r: self.solve(s_, self.predicted(r, s_)), lambda r: r.converged,
+                                    out[-1].s, s, out[-1], max_halvings)
             out.append(res)
             if not res.converged:
                 break
         return out
+
+
+def tangent_step(jacobian: np.ndarray, residual: Callable[[float], np.ndarray], s_prev: float, s: float,
+                 h: float) -> np.ndarray:
+    """The unknowns' first-order change along a path from a solution at ``s_prev`` to ``s``:
+    ``dx = -J^-1 (dr/ds) (s - s_prev)``, with ``J`` the Jacobian of the residual in the unknowns
+    there and ``dr/ds`` the residual's derivative along the path at those unknowns (``residual(s')``
+    by central differences of step ``h``). Started from ``x + dx``, a solve begins second-order close
+    to the next solution rather than first-order (a stiff contact's bodies, held still while the
+    path moves on, may start out of contact or deep in it). Zeros where ``dx`` is not finite."""
+    slope = (residual(s_prev + h) - residual(s_prev - h)) / (2 * h)
+    if jacobian.shape != (len(slope), len(slope)):
+        raise ParameterError(f"tangent_step: a Jacobian of shape {jacobian.shape} for {len(slope)} residuals")
+    dx = -np.linalg.lstsq(jacobian, slope, rcond=None)[0] * (s - s_prev)
+    return dx if np.isfinite(dx).all() else np.zeros_like(dx)
 
 
 def continue_step(solve: Callable[[float, S], S], converged: Callable[[S], bool], s_prev: float, s: float, start: S,

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from simclient.contact import CompartmentResult, ContactPair, FoundationContact, LinearLayer, element_grid
-from simclient.dynamics import BlankevoortLaw, continue_step, newton
+from simclient.dynamics import BlankevoortLaw, continue_step, newton, tangent_step
 from simclient.errors import ContactError, ParameterError
 from simclient.geometry import StorageWindow, rx, ry, rz
 from simclient.io import Source
@@ -345,27 +345,21 @@ class BlankevoortKnee:
 
     def predicted(self, state: dict[str, Any], flexion: float) -> tuple[np.ndarray, np.ndarray | None]:
         """The start for the solve at ``flexion`` (rad) from the converged ``state``: its
-        coordinates (and, rigid, contact forces) moved along the path's tangent, ``dx/dflex = -J^-1
-        dr/dflex`` with that solve's Jacobian and ``dr/dflex`` by central differences."""
+        coordinates (and, rigid, contact forces) moved along the path's tangent
+        (:func:`simclient.dynamics.tangent_step`, with that solve's Jacobian)."""
         q, forces, J = state["q"], state.get("p"), state.get("jacobian")
-        if J is None or not state.get("converged"):
-            return q, forces
         sides = state.get("active", SIDES) if self.rigid else ()
+        if J is None or not state.get("converged") or J.shape != (5 + len(sides),) * 2:
+            return q, forces
 
-        def r(flex: float) -> np.ndarray:
+        def residual(flex: float) -> np.ndarray:
             trial = q.copy()
             trial[3] = flex
             return self.residual(trial, forces, sides)
 
-        h = 1e-6
         try:
-            slope = (r(q[3] + h) - r(q[3] - h)) / (2 * h)
-        except ContactError:
-            return q, forces
-        if J.shape != (len(slope), len(slope)):
-            return q, forces
-        dx = -np.linalg.lstsq(J, slope, rcond=None)[0] * (flexion - q[3])
-        if not np.isfinite(dx).all():
+            dx = tangent_step(J, residual, q[3], flexion, 1e-6)
+        except ContactError:  # (the differences stepped off a table: no tangent)
             return q, forces
         moved = q.copy()
         moved[FREE] += dx[:5]
