@@ -101,6 +101,19 @@ def test_a_ball_through_the_layer_ends_the_run_there(sample_tables, strain):
     assert s["restitution"] is None
 
 
+def test_a_ball_too_fast_to_resolve_is_said_so(sample_tables):
+    """At 10^20 m/s the first integration step goes from above the layer to through it, and the run
+    ends at its start: said so (it was reported as a ball that had not left by t_end). At 10^300 m/s
+    the kinetic energy overflows: refused before the run, naming v0 (the step control's norms
+    overflowed, and it failed with scipy's warnings and its step-size message)."""
+    s = _drop(sample_tables, v0=1e20)
+    assert not s.ok and "crossed the layer within the first integration step (v0 = 1e+20 m/s" in s["message"]
+    assert s["restitution"] is None
+    r = run_cli("run", "layer-drop", "--tables", str(sample_tables), "--v0", "1e300")
+    assert r.returncode == 1 and "Traceback" not in r.stderr and "Warning" not in r.stderr, r.stderr
+    assert "layer-drop: the ball's kinetic energy 0.5 mass v0^2 overflows (v0 = 1e+300 m/s, mass = 0.01 kg)" in r.stderr
+
+
 def test_an_element_grid_beyond_the_layer_table_is_bad_input(sample_tables):
     """The sample layer's table spans +-10 mm: a grid of +-20 mm is refused before the run, naming
     the table, the grid's span and the table's (it once failed inside a window, naming neither)."""

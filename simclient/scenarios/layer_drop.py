@@ -76,6 +76,9 @@ class LayerDropParams:
             raise ParameterError(f"layer-drop: nu must lie in [0, 0.5), got {self.nu}")
         if not 1e-6 <= self.rho <= 1:
             raise ParameterError(f"layer-drop: rho must lie in [1e-6, 1], got {self.rho}")
+        if not math.isfinite(0.5 * self.mass * (self.v0 * self.v0)):  # (the energy balance and the step control need it)
+            raise ParameterError(f"layer-drop: the ball's kinetic energy 0.5 mass v0^2 overflows (v0 = {self.v0:g} m/s, "
+                                 f"mass = {self.mass:g} kg)")
 
     @property
     def layer(self) -> LayerLaw:
@@ -174,6 +177,11 @@ def layer_drop(sphere: Source, plane: Source, params: LayerDropParams | None = N
     elif values["status"] == "ok" and values["max_indentation_m"] >= deep:
         values.update(status="failed", message=f"the ball went through 95 % of the {p.thickness:g} m layer, beyond "
                                                "which the layer laws mean nothing")
+    elif values["status"] == "ok" and not values["left"] and res.t[-1] < p.t_end:
+        # (the stop's root at the start: the first step went from above the layer to through it)
+        values.update(status="failed", message=f"the run ended at t = {res.t[-1]:.3g} s with the ball neither through "
+                                               "95 % of the layer nor off it: it crossed the layer within the first "
+                                               f"integration step (v0 = {p.v0:g} m/s is too fast to resolve)")
     elif values["status"] == "ok" and not values["left"]:
         values.update(status="failed", message=f"the ball had not left the layer by t_end = {p.t_end:g} s")
     if p.strain == "small":
