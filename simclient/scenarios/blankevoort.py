@@ -105,6 +105,10 @@ MAX_HALVINGS = 4  # a flexion step that does not converge is split into at most 
 # the line search's shortest step: near extension a bundle going slack bends the residual so much
 # that it falls only over the first thousandths of a Newton step (stiff layers stalled there)
 MIN_STEP = 1 / 1024
+# a stiff layer's contact over fewer elements than this makes the force step as elements enter and
+# leave it, and Newton can stall on the steps (150 MPa on the plateaus: 26-32 elements on the
+# default grid stall, 77 or more on a grid twice as fine converge)
+FEW_ELEMENTS = 100
 
 
 @dataclass(frozen=True)
@@ -481,7 +485,7 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
             rows.append(row)
             if not state["converged"]:  # this path ends here; the other still runs
                 failures.append(f"{path} path: no equilibrium at flexion {fl:g} deg "
-                                f"(residual {np.abs(state['Q']).max():.3g})")
+                                f"(residual {np.abs(state['Q']).max():.3g}){_coarse(state, p.grid)}")
                 break
     if failures:
         values.update(status="failed", message="; ".join(failures))
@@ -504,6 +508,16 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
         values["files"] = save_blankevoort(Path(out), summary)
     return summary
 
+
+def _coarse(state: dict[str, Any], grid: tuple[int, int]) -> str:
+    """A hint for a failed step whose layer contact covers few elements: which, and a finer grid;
+    "" otherwise (rigid contact, or enough elements)."""
+    counts = {side: int(res.active.sum()) for side, res in state.get("compartments", {}).items()}
+    if not counts or min(counts.values()) >= FEW_ELEMENTS:
+        return ""
+    side = min(counts, key=lambda s: counts[s])
+    return (f"; the {side} contact covers {counts[side]} elements, where the layer's force steps as elements "
+            f"enter and leave it: a finer --grid ({2 * grid[0]}x{2 * grid[1]}) may converge")
 
 def _largest_stress(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Where along the envelope the layer's stress peaks: the stress (Pa) and displacement (m),
