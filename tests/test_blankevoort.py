@@ -193,6 +193,13 @@ def test_a_stall_on_few_elements_names_them_and_the_finer_grid_converges(tables)
     assert s["max_residual_N"] <= 1e-6 and s["max_residual_Nm"] <= 1e-6
 
 
+def test_a_step_that_does_not_divide_the_path_still_ends_it(tables):
+    """Steps of 7 deg to 100 deg: 0, 7, ..., 98 and then 100 (the path once ended at 98 deg)."""
+    s = json.loads(_run(tables, "--contact", "rigid", "--path", "internal", "--flexion-step-deg", "7", "--json").stdout)
+    assert s["status"] == "ok", s.get("message")
+    assert [x["flexion_deg"] for x in s["envelope"]] == [*range(0, 99, 7), 100]
+
+
 def _envelope(tables, surfaces="tibial", **params):
     """The envelope's rows by (path, flexion) for ``params`` on the plateaus (``tibial``) or their
     planes (``plane``)."""

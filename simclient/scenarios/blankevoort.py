@@ -125,7 +125,8 @@ class BlankevoortParams:
     nu: float = param(0.45, "cartilage Poisson's ratio")
     thickness: float = param(4e-3, "both cartilage layers together", "m")
     flexion_max_deg: float = param(100.0, "flexion at the end of the path", "deg")
-    flexion_step_deg: float = param(5.0, "flexion increment of the path", "deg")
+    flexion_step_deg: float = param(5.0, "flexion increment of the path (the last one shorter where it does "
+                                    "not divide the path)", "deg")
     torque_Nm: float = param(3.0, "axial torque's magnitude", "N m")
     compression_N: float = param(150.0, "compressive force on the femur along the tibial axis", "N")
     grid: tuple[int, int] = extent_param((36, 84), "elements per femoral condyle (ML x sagittal)")
@@ -426,8 +427,9 @@ def _whole(source: Source) -> tuple[int, int]:
 
 def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: BlankevoortParams | None = None,
                 out: str | Path | None = None, progress: Progress | None = None) -> Summary:
-    """The envelope of passive motion: flexion 0 to ``flexion_max_deg`` under the axial torque of
-    each path; the summary's ``envelope`` rows, the largest residuals and the forces at 95 deg."""
+    """The envelope of passive motion: flexion 0 to ``flexion_max_deg`` by ``flexion_step_deg`` (the
+    last step shorter where it does not divide the path) under the axial torque of each path; the
+    summary's ``envelope`` rows, the largest residuals and the forces at 95 deg."""
     p = params or BlankevoortParams()
     say = progress or (lambda s: None)
     t0 = time.perf_counter()
@@ -437,7 +439,8 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
                               "thickness_m": p.thickness,
                               "reference_lengths_m": knee.reference_lengths,
                               "reference_position_m": q_ref[:3].tolist()}
-    flexions = np.arange(0.0, p.flexion_max_deg + 1e-9, p.flexion_step_deg)
+    flexions = np.arange(0.0, p.flexion_max_deg - 1e-9, p.flexion_step_deg)
+    flexions = np.append(flexions, p.flexion_max_deg)  # (a step that does not divide the path: a shorter last)
     rows = []
     solves = 0
     failures: list[str] = []
