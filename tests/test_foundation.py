@@ -412,3 +412,29 @@ def test_a_ray_meeting_the_moving_surfaces_back_is_no_contact(sample_tables):
         assert facing.active.all() and facing.depth == pytest.approx(0.005, abs=1e-9)
         away = contact.evaluate(I3, np.zeros(3), I3, behind, full=True)["layer"]
         assert not away.active.any() and not away.depth.any() and away.force == pytest.approx(np.zeros(3))
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_full_search_does_not_depend_on_stale_warm_starts(sample_tables, compiled):
+    """A ray starts from its element's last hit. One from poses ago (here the paraboloid's far
+    corner, 135 grid cells away; Newton moves at most 4 a step) runs out of iterations: the full
+    search once counted that element out of contact (the natural knee's settle lost an element
+    37 um deep and stalled 0.39 N out of balance). It is cast again from a neighbour's hit (compiled)
+    or the window's nearest point (Python): the result is a fresh search's."""
+    def make():
+        grid = element_grid(open_surface(sample_tables / "ef_layer.zarr"), "c", (-0.003, 0.003), (-0.003, 0.003),
+                            (21, 21), 0.005)
+        return FoundationContact([grid], open_surface(sample_tables / "ef_paraboloid.zarr"), LinearLayer(10e6, 0.3),
+                                 extent=(27, 27), compiled=compiled)
+
+    c = np.array([0.0, 0.0, -1e-4])
+    fresh = make().evaluate(I3, np.zeros(3), I3, c, full=True)["c"]
+    fc = make()
+    fc.evaluate(I3, np.zeros(3), I3, c, full=True)
+    k = fc.compartments["c"]
+    element = int(np.argmin(np.abs(k.grid.centre - [0.001, 0.001, 0.0]).sum(axis=1)))  # (1, 1) mm, in contact
+    assert fresh.depth[element] > 5e-5
+    k.uv[element] = [-0.008 + 1e-6, -0.008 + 1e-6]  # a start still on the surface, 135 cells from the hit
+    stale = fc.evaluate(I3, np.zeros(3), I3, c, full=True)["c"]
+    np.testing.assert_array_equal(stale.active, fresh.active)
+    np.testing.assert_allclose(stale.force, fresh.force, rtol=1e-9, atol=1e-12)  # (hits within the cast tolerance)

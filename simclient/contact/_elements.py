@@ -323,8 +323,27 @@ def _search(buf, ip, fp, mode, O, D, uv, warm, started, out, usable, neighbours,
         casts += m
         started[wave[:m]] = True
         for a in range(m):
+            evaluated[wave[a]] = True
+        # A ray that missed from its own last hit is cast once more from a neighbour's hit of this
+        # search: a hit from poses ago is a stale start, whose iterates can step off the moving
+        # surface's edge although the ray meets it (a full search once missed an element 37 um deep).
+        retry = np.empty(m, np.int64)
+        r = 0
+        for a in range(m):
             k = wave[a]
-            evaluated[k] = True
+            if warm[k] and out[k, 6] == MISSED:
+                for b in range(neighbours.shape[1]):
+                    j = neighbours[k, b]
+                    if j >= 0 and evaluated[j] and out[j, 6] == HIT:
+                        uv[k, 0], uv[k, 1] = out[j, 1], out[j, 2]
+                        retry[r] = k
+                        r += 1
+                        break
+        if r > 0:
+            _ray_cast(buf, ip, fp, mode, O, D, uv, retry[:r], out, max_iter, tol)
+            casts += r
+        for a in range(m):
+            k = wave[a]
             if out[k, 6] == LEFT_WINDOW and out[k, 0] < NEAR:
                 return 1, casts, everything
             warm[k] = out[k, 6] == HIT
@@ -697,11 +716,16 @@ class ElementDetector:
         w = k.window
         self.elements_evaluated += len(idx)
         for _ in range(3):
-            cold = idx[~k.warm[idx]]
-            if len(cold):
-                k.uv[cold] = self._coarse(k, O[cold])
+            warm = k.warm[idx]
+            if not warm.all():
+                k.uv[idx[~warm]] = self._coarse(k, O[idx[~warm]])
             _ray_cast(w.buffer, w.ip, w.fp, w.mode, O, D, k.uv, idx, k.out, self.max_iter, self.tol)
             k.started[idx] = True
+            stale = idx[warm & (k.out[idx, 6] == MISSED)]
+            if len(stale):  # missed from a stale last hit (see _search): again from the nearest window point
+                k.uv[stale] = self._coarse(k, O[stale])
+                _ray_cast(w.buffer, w.ip, w.fp, w.mode, O, D, k.uv, stale, k.out, self.max_iter, self.tol)
+                self.elements_evaluated += len(stale)
             st = k.out[idx, 6]
             k.warm[idx] = st == HIT
             k.uv[idx[st == HIT]] = k.out[idx[st == HIT], 1:3]
