@@ -488,7 +488,7 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
             rows.append(row)
             if not state["converged"]:  # this path ends here; the other still runs
                 failures.append(f"{path} path: no equilibrium at flexion {fl:g} deg "
-                                f"(residual {np.abs(state['Q']).max():.3g}){_coarse(state, p.grid)}")
+                                f"(residual {np.abs(state['Q']).max():.3g}){_grid_hint(state, p.grid)}")
                 break
     if failures:
         values.update(status="failed", message="; ".join(failures))
@@ -512,7 +512,7 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
     return summary
 
 
-def _coarse(state: dict[str, Any], grid: tuple[int, int]) -> str:
+def _grid_hint(state: dict[str, Any], grid: tuple[int, int]) -> str:
     """A hint for a failed step whose layer contact covers few elements: which, and a finer grid;
     "" otherwise (rigid contact, or enough elements)."""
     counts = {side: int(res.active.sum()) for side, res in state.get("compartments", {}).items()}
@@ -521,6 +521,7 @@ def _coarse(state: dict[str, Any], grid: tuple[int, int]) -> str:
     side = min(counts, key=lambda s: counts[s])
     return (f"; the {side} contact covers {counts[side]} elements, where the layer's force steps as elements "
             f"enter and leave it: a finer --grid ({2 * grid[0]}x{2 * grid[1]}) may converge")
+
 
 def _largest_stress(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Where along the envelope the layer's stress peaks: the stress (Pa) and displacement (m),
