@@ -44,16 +44,9 @@ def setup(latest: bool = False) -> None:
                       "pyproject.toml allows", flush=True)
             subprocess.run([*install, "--upgrade"], check=True)
         stamp.write_text(want.hexdigest())
-    # compile the numba kernels now, into their cache, so the first run does not wait for them; again
-    # whenever the sources they are built from change (numba would keep a kernel whose own file did
-    # not change, with the old code or constants of what it uses from other files)
-    kernels = VENV / ".kernels"
-    files = sorted(f for package in ("simclient", "surfacestore") for f in (ROOT / package).rglob("*.py"))
-    sources = hashlib.sha256(b"".join(f.read_bytes() for f in files))
-    if not kernels.exists() or kernels.read_text() != sources.hexdigest():
-        print("compiling the numba kernels (once per version of the sources) ...", flush=True)
-        subprocess.run([PY, "-m", "simclient.cli", "warmup"], check=True, cwd=ROOT)
-        kernels.write_text(sources.hexdigest())
+    # the compiled kernels of this version of the sources, built now where missing (a run would build
+    # them itself; here the first run does not wait): their module is named by a hash of its sources
+    subprocess.run([PY, "-m", "simclient.cli", "kernels"], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
 
 
 def main() -> int:

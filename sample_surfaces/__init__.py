@@ -4,10 +4,12 @@ installed copy finds them: :func:`definitions` lists them, :func:`definition` gi
 
 from __future__ import annotations
 
+import os
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["FOLDER", "definitions", "definition", "real_definition"]
+__all__ = ["FOLDER", "definitions", "definition", "real_definition", "missing_real_tables"]
 
 #: the folder holding the sample definitions
 FOLDER = Path(__file__).resolve().parent
@@ -34,3 +36,18 @@ def real_definition(table: str) -> Path | None:
             if table in tomllib.load(f).get("surfaces", {}):
                 return path
     return None
+
+
+def missing_real_tables(root: str | os.PathLike[str], names: Iterable[str]) -> dict[str, Path]:
+    """Those of the tables ``names`` missing from ``root`` (a folder or an ``s3://`` prefix) that are
+    fitted from data outside the project (never built on demand), with the definition under
+    ``real/`` that builds each."""
+    from surfacestore.format import table_location
+    from surfacestore.objects import table_exists
+
+    missing = {}
+    for name in names:
+        definition = real_definition(name)
+        if definition is not None and not table_exists(table_location(root, name)):
+            missing[name] = definition
+    return missing

@@ -20,9 +20,12 @@ from __future__ import annotations
 import importlib as _importlib
 from typing import Any as _Any
 
+from surfacestore import __version__ as __version__
+
 from simclient.errors import (
     ContactError,
     ParameterError,
+    PointerError,
     ServiceError,
     SimClientError,
     SimulationError,
@@ -47,7 +50,8 @@ _LAZY = {
 }
 
 __all__ = [*_LAZY, "SimClientError", "SourceError", "SourceNotFound", "SourceRequestError", "SourceUnavailable",
-           "SourceCorrupt", "TableChanged", "WindowError", "ContactError", "SimulationError", "ParameterError", "ServiceError"]
+           "SourceCorrupt", "TableChanged", "WindowError", "ContactError", "SimulationError", "ParameterError", "ServiceError",
+           "PointerError"]
 
 
 def __getattr__(name: str) -> _Any:

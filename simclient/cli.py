@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simclient.errors import SimClientError
-from surfacestore.format import tune_allocator
 
 if TYPE_CHECKING:  # (the scenarios are imported when a command needs them)
     from simclient.scenarios import Scenario, Summary
@@ -74,34 +73,49 @@ def _make_out(out: Path | None) -> None:
         raise SimClientError(f"--out {out}: cannot make this folder ({exc.strerror}: {exc.filename})") from None
 
 
-def _ensure_tables(root: str | Path, names: list[str], quiet: bool) -> None:
-    """Build the sample tables ``names`` missing from ``root``; a table fitted from data outside the
-    project (``sample_surfaces/real``) is not built on demand: say how to build it when missing."""
-    from simclient.scenarios import ensure_sample_tables, missing_real_tables
+def _ensure_tables(root: str | Path, names: list[str] | None, quiet: bool, missing_only: bool = True) -> None:
+    """Build the sample tables ``names`` (None: all) missing from ``root`` (and, unless
+    ``missing_only``, those built from another definition); the tables' builder is imported only
+    when one must be built. A table fitted from data outside the project (``sample_surfaces/real``)
+    is not built on demand: say how to build it when missing."""
+    from surfacestore.format import table_location
+    from surfacestore.objects import table_exists
 
-    ensure_sample_tables(root, quiet=quiet, names=names, missing_only=True)
-    missing = missing_real_tables(root, names)
-    if missing:
-        name, definition = next(iter(missing.items()))
+    missing = names if names is None or not missing_only else [n for n in names if not table_exists(table_location(root, n))]
+    if missing is not None and not missing:
+        return
+    from preprocess.errors import PreprocessError
+    from preprocess.samples import ensure_sample_tables
+    from sample_surfaces import missing_real_tables
+
+    real = missing_real_tables(root, missing) if missing is not None else {}
+    if real:
+        name, definition = next(iter(real.items()))
         raise SimClientError(f"no table {name!r} in {root}: it is fitted from data outside the project; build "
                              f"it with `preprocess build sample_surfaces/real/{definition.name} --out {root}` "
                              "(see that file for the data it reads)")
+    try:
+        ensure_sample_tables(root, quiet=quiet, names=missing, missing_only=missing_only)
+    except PreprocessError as exc:
+        raise SimClientError(str(exc)) from exc
 
 
-def _warmup(args: argparse.Namespace) -> int:
-    from simclient.scenarios.warmup import warm_up
+def _kernels(args: argparse.Namespace) -> int:
+    from simclient.geometry import kernels
 
-    wall = warm_up(progress=lambda s: print(f"... {s}", file=sys.stderr, flush=True))
-    print(f"kernels compiled and cached in {wall:.1f} s")
+    if args.rebuild:
+        kernels.build(quiet=False, force=True)
+    report = kernels.report()  # (builds them first where this version's are missing)
+    print(json.dumps(report, indent=2) if args.json else
+          "\n".join(f"{key.replace('_', ' ')}: {value}" for key, value in report.items()))
     return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from simclient.scenarios import ensure_sample_tables
     from simclient.scenarios.validate import case_tables, run_cases
 
     # the cases assume the sample geometry: tables built from another definition are rebuilt
-    ensure_sample_tables(args.tables, quiet=args.json, names=case_tables(args.cases))
+    _ensure_tables(args.tables, case_tables(args.cases), quiet=args.json, missing_only=False)
     cases = run_cases(args.tables, args.cases)
     if args.json:
         print(json.dumps({"cases": cases}, indent=2))
@@ -169,16 +183,19 @@ def _sweep(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from simclient.bench import BENCHES
     from simclient.bench.windows import plot
-    from simclient.scenarios import ensure_sample_tables
 
     _make_out(getattr(args, "out", None))
-    ensure_sample_tables(args.tables)
+    _ensure_tables(args.tables, None, quiet=True, missing_only=False)
     say = _say(args.json)
     names = [n for n, b in BENCHES.items() if b.in_all] if args.bench == "all" else [args.bench]
-    options = {"minutes": args.minutes} if args.bench == "soak" else {}
+    options: dict[str, Any] = {"minutes": args.minutes} if args.bench == "soak" else {}
     results: dict[str, Any] = {}
     for name in names:
         say(f"bench {name}")
+        if BENCHES[name].builds:
+            import preprocess.samples  # (simclient reads tables; these benchmarks build their own)
+
+            options["builder"] = preprocess.samples
         results[name] = BENCHES[name].run(args.tables, quick=args.quick, progress=say, **options)
         if not args.json:
             print(BENCHES[name].report(results[name]), "", sep="\n", flush=True)
@@ -233,16 +250,44 @@ def _add_where(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--token", help="bearer token for the store")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from simclient.bench import BENCHES
-    from simclient.scenarios import SCENARIOS
+#: the commands and their one-line help (each command's options are built when it is the one used)
+COMMANDS = {"run": "run a scenario", "study": "run a study (independent runs compared)",
+            "sweep": "run a parameter sweep of a scenario on Dask",
+            "kernels": "the compiled kernels: how they run, built first where this version's are missing",
+            "validate": "closed-form validation cases", "bench": "benchmarks"}
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. With ``argv``, only the options of the command (and scenario) it
+    names are built in full, so ``simclient --help`` and a scenario's ``--help`` import no numpy and
+    no other scenario; without, every command's (the reference pages, the tests)."""
+    from simclient import __version__
 
     p = argparse.ArgumentParser(prog="simclient", description="Multibody contact against tabulated surfaces.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a scenario", description="Run a scenario. Scenarios: " + "; ".join(
-        f"{name}: {cls.title}" for name, cls in SCENARIOS.items()))
+    words = [a for a in argv if not a.startswith("-")] if argv is not None else []
+    chosen = words[0] if words else None
+    for name, help_text in COMMANDS.items():
+        sp = sub.add_parser(name, help=help_text)
+        if argv is None or name == chosen:
+            _ADD[name](sp, words[1] if len(words) > 1 else None)
+    return p
+
+
+def _add_run(run: argparse.ArgumentParser, scenario: str | None) -> None:
+    from simclient.scenarios import SCENARIOS
+
+    # every scenario's package is light; with one named, only it is imported
+    named = scenario in SCENARIOS
+    listed = {name: SCENARIOS[name].title for name in SCENARIOS} if not named else {}
+    run.description = "Run a scenario." + ("" if named else " Scenarios: " + "; ".join(f"{n}: {t}" for n, t in listed.items()))
     scenarios = run.add_subparsers(dest="scenario", required=True, metavar="SCENARIO")
-    for name, cls in SCENARIOS.items():
+    for name in SCENARIOS:
+        if named and name != scenario:
+            scenarios.add_parser(name)
+            continue
+        cls = SCENARIOS[name]
         sp = scenarios.add_parser(name, help=cls.title, description=cls.title)
         _add_where(sp)
         sp.add_argument("--out", type=Path, help="folder for histories and plots")
@@ -250,10 +295,11 @@ def build_parser() -> argparse.ArgumentParser:
         cls.add_arguments(sp)
         sp.set_defaults(func=_run, scenario_class=cls)
 
+
+def _add_study(st: argparse.ArgumentParser, _: str | None) -> None:
     from simclient.scenarios.studies import STUDIES
 
-    st = sub.add_parser("study", help="run a study (independent runs compared)", description="Studies: " + "; ".join(
-        f"{name}: {study.title}" for name, study in STUDIES.items()))
+    st.description = "Studies: " + "; ".join(f"{name}: {study.title}" for name, study in STUDIES.items())
     st.add_argument("study", choices=list(STUDIES), metavar="STUDY", help=", ".join(STUDIES))
     _add_where(st)
     st.add_argument("--out", type=Path, help="folder for the comparison plots")
@@ -261,9 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true", help="print the JSON summary")
     st.set_defaults(func=_study)
 
-    sw = sub.add_parser("sweep", help="run a parameter sweep of a scenario on Dask",
-                        description="Run every point of a sweep specification (TOML: scenario, [fixed], [grid], "
-                        "[sample], [output]) as a Dask task.")
+
+def _add_sweep(sw: argparse.ArgumentParser, _: str | None) -> None:
+    sw.description = ("Run every point of a sweep specification (TOML: scenario, [fixed], [grid], [sample], "
+                      "[output]) as a Dask task.")
     sw.add_argument("spec", type=Path, help="the sweep specification (TOML)")
     sw.add_argument("--scheduler", default="local", help="local, local:N (N worker processes) or tcp://HOST:PORT "
                     "(an existing Dask scheduler) (default: local)")
@@ -272,10 +319,17 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--json", action="store_true", help="print the JSON summary")
     sw.set_defaults(func=_sweep)
 
-    w = sub.add_parser("warmup", help="compile the numba kernels afresh into their on-disk cache (after installing or updating)")
-    w.set_defaults(func=_warmup)
 
-    v = sub.add_parser("validate", help="closed-form validation cases")
+def _add_kernels(k: argparse.ArgumentParser, _: str | None) -> None:
+    k.description = ("Report how the compiled kernels run (ahead-of-time module, numba JIT or pure Python) and "
+                     "where they are; the module of the current sources is built first if it is missing (once per "
+                     "version of the sources; runs build it themselves as well).")
+    k.add_argument("--rebuild", action="store_true", help="build the module again even if it is there")
+    k.add_argument("--json", action="store_true")
+    k.set_defaults(func=_kernels)
+
+
+def _add_validate(v: argparse.ArgumentParser, _: str | None) -> None:
     v.add_argument("cases", nargs="*", help="case names (default: all)")
     v.add_argument("--tables", type=_table_root, default=Path("tables"),
                    help="folder (or s3://BUCKET/PREFIX) of the sample tables; those the cases read are built there "
@@ -283,7 +337,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_validate)
 
-    b = sub.add_parser("bench", help="benchmarks")
+
+def _add_bench(b: argparse.ArgumentParser, _: str | None) -> None:
+    from simclient.bench import BENCHES
+
     bsub = b.add_subparsers(dest="bench", required=True)
     for name, bench in {**{n: bb.description for n, bb in BENCHES.items()},
                         "all": "the whole suite: " + ", ".join(n for n, b in BENCHES.items() if b.in_all)}.items():
@@ -296,11 +353,18 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "soak":
             bp.add_argument("--minutes", type=_positive_minutes, help="how long (default 10; 0.3 with --quick)")
         bp.set_defaults(func=_bench)
-    return p
+
+
+_ADD: dict[str, Callable[[argparse.ArgumentParser, str | None], None]] = {
+    "run": _add_run, "study": _add_study, "sweep": _add_sweep, "kernels": _add_kernels, "validate": _add_validate,
+    "bench": _add_bench}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    from surfacestore.runtime import tune_allocator
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv).parse_args(argv)
     tune_allocator()
     try:
         status = int(args.func(args))

@@ -13,7 +13,7 @@ from pathlib import Path
 from simclient import cli
 from simclient.bench import serve_store
 from simclient.errors import SimClientError
-from simclient.scenarios import ensure_sample_tables
+from preprocess.samples import ensure_sample_tables
 from surfacestore.format import open_table
 
 

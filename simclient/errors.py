@@ -12,6 +12,8 @@
     ├── WindowError          (also ValueError)         a point outside the table, a bad extent
     ├── ContactError                                   contact detection failed (not converged, left the table)
     ├── SimulationError                                the integrator failed
+    ├── PointerError                                   a compiled call would read a window's buffer
+    │                                                  through a stale address (SIMCLIENT_CHECK_POINTERS)
     ├── ParameterError       (also ValueError)         a bad parameter: unknown law, method, scenario or
     │                                                  case; a value out of its range (names both)
     └── ServiceError                                   a helper service (a store started for a run, a Dask
@@ -24,7 +26,8 @@ import math
 import numbers
 
 __all__ = ["SimClientError", "SourceError", "SourceNotFound", "SourceRequestError", "SourceUnavailable",
-           "SourceCorrupt", "TableChanged", "WindowError", "ContactError", "SimulationError", "ParameterError", "ServiceError"]
+           "SourceCorrupt", "TableChanged", "WindowError", "ContactError", "SimulationError", "ParameterError", "ServiceError",
+           "PointerError"]
 
 
 class SimClientError(Exception):
@@ -66,6 +69,12 @@ class ContactError(SimClientError):
 
 class SimulationError(SimClientError):
     """The integration failed."""
+
+
+class PointerError(SimClientError):
+    """A compiled call would read memory through an address that no longer is its array's (a
+    window's buffer replaced without :meth:`simclient.contact.ContactPair.refresh`); raised by the
+    checks ``SIMCLIENT_CHECK_POINTERS=1`` turns on, naming the pair and the window."""
 
 
 class ParameterError(SimClientError, ValueError):

@@ -15,7 +15,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from surfacestore.format import tune_allocator
+from surfacestore.runtime import tune_allocator
 from surfacestore.errors import SurfaceStoreError
 from surfacestore.format import TABLE_SUFFIX
 from surfacestore.settings import Settings, parse_root

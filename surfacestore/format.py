@@ -40,7 +40,6 @@ import queue
 import re
 import shutil
 import stat
-import sys
 import tempfile
 import threading
 import uuid
@@ -85,7 +84,6 @@ __all__ = [
     "table_name",
     "table_location",
     "window_block",
-    "tune_allocator",
     "validate_table_name",
 ]
 
@@ -689,29 +687,6 @@ class Table:
         if self.remote:
             return zarr.open_group(objects.zarr_store(self.location), mode="r")
         return zarr.open_group(self.location, mode="r")
-
-
-def tune_allocator(threshold_bytes: int = 256 * 2**20) -> bool:
-    """Let glibc keep large freed blocks instead of returning them to the OS (Linux only).
-
-    Records are read into fresh arrays of up to a few MB; by default glibc serves those with
-    ``mmap`` and unmaps them when freed, so every read page-faults its memory in again. Raising
-    the mmap and trim thresholds makes such blocks reusable: on the development VM a 1.38 MB record
-    read dropped from 1.8 ms to 0.2 ms. Called by the ``surfacestore`` and ``simclient`` command
-    lines; a library user may call it at start-up. Returns True when applied.
-    """
-    import ctypes
-    import ctypes.util
-
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        m_trim_threshold, m_mmap_threshold = -1, -3
-        return bool(libc.mallopt(m_mmap_threshold, threshold_bytes)) and bool(
-            libc.mallopt(m_trim_threshold, 2 * threshold_bytes))
-    except (OSError, AttributeError):
-        return False
 
 
 def open_table(path: str | os.PathLike[str]) -> Table:

@@ -151,6 +151,12 @@ def exists(url: str) -> bool:
         return False
 
 
+def table_exists(location: str | os.PathLike[str]) -> bool:
+    """Something is at the table ``location``: on object storage a published table, else a folder
+    of that name (a table or not: never built over, opening it says what is wrong)."""
+    return exists(str(location)) if is_object_url(location) else Path(location).exists()
+
+
 def list_tables(root: str, suffix: str) -> list[str]:
     """Names (``suffix`` removed) of the table prefixes directly under ``root`` (published or not:
     the caller checks each one's group metadata)."""

@@ -26,7 +26,7 @@ from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from surfacestore.app import create_app
-from surfacestore.format import tune_allocator
+from surfacestore.runtime import tune_allocator
 from surfacestore.settings import Settings
 
 __all__ = ["GuardedHttpProtocol", "run", "create_app_from_env"]

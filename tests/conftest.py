@@ -36,7 +36,7 @@ def build_definition(definition: Path, out: Path, skip: Iterable[str] = ()) -> P
 @pytest.fixture(scope="session")
 def sample_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample tables of sample_surfaces/, built once per test session."""
-    from simclient.scenarios import ensure_sample_tables
+    from preprocess.samples import ensure_sample_tables
 
     out = tmp_path_factory.mktemp("tables")
     ensure_sample_tables(out)

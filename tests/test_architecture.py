@@ -14,8 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("surfacestore", "preprocess", "simclient", "sample_surfaces")
 #: the client's layers, in order: each imports only the layers before it
-LAYERS = ("simclient.io", "simclient.geometry", "simclient.contact", "simclient.dynamics", "simclient.scenarios",
-          "simclient.bench")
+LAYERS = ("simclient.io", "simclient.geometry", "simclient.contact", "simclient.dynamics", "simclient.results",
+          "simclient.scenarios", "simclient.bench")
 #: what the lower layers (io, geometry, contact, dynamics) never import
 HEAVY_FOR_LOWER = ("preprocess", "surfacestore.app", "surfacestore.catalog", "surfacestore.cli", "fastapi",
                    "uvicorn", "starlette", "matplotlib")
@@ -27,7 +27,7 @@ SIMCLIENT_API = {
     "LAWS", "FoundationContact", "LinearLayer", "NonlinearLayer", "Body", "Surface", "ContactModel",
     "MultibodySystem", "simulate", "SimulationResult", "SimClientError", "SourceError", "SourceNotFound",
     "SourceRequestError", "SourceUnavailable", "SourceCorrupt", "TableChanged", "WindowError", "ContactError", "SimulationError",
-    "ParameterError", "ServiceError",
+    "ParameterError", "ServiceError", "PointerError",
 }
 
 
@@ -92,13 +92,47 @@ def test_simclient_api_is_pinned():
 
 
 def test_import_simclient_is_light():
+    """``import simclient`` loads nothing heavy; using its API loads the compiled kernels, which need
+    no numba where they run ahead-of-time compiled (the default)."""
     code = ("import sys, simclient\n"
             "heavy = [m for m in ('numba', 'scipy.integrate', 'matplotlib', 'fastapi', 'uvicorn', 'starlette') "
             "if m in sys.modules]\n"
             "assert not heavy, heavy\n"
-            "assert simclient.StorageWindow.__name__ == 'StorageWindow' and 'numba' in sys.modules\n")
+            "assert simclient.StorageWindow.__name__ == 'StorageWindow' and simclient.simulate\n"
+            "from simclient.geometry import kernels\n"
+            "assert kernels.mode() != 'aot' or 'numba' not in sys.modules, kernels.mode()\n"
+            "assert 'scipy.integrate' not in sys.modules and 'scipy.optimize' not in sys.modules\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def _private_imports(path: Path, ours: tuple[str, ...]) -> list[str]:
+    """Imports in ``path`` of a private name of another package: a module path with a component
+    starting with ``_`` (``scipy.integrate._ivp``), or ``from X import _name``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+            names: list[str] = []
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module != "__future__":
+            modules, names = [node.module], [a.name for a in node.names]
+        else:
+            continue
+        for module in modules:
+            if module.split(".")[0] in ours:
+                continue
+            private = [part for part in module.split(".") if part.startswith("_")]
+            private += [n for n in names if n.startswith("_") and not n.startswith("__")]
+            if private:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {module} ({', '.join(private)})")
+    return found
+
+
+def test_no_private_import_of_another_package():
+    """No module of the packages imports a private name of another package (scipy's ``_ivp``
+    internals held the compiled integrator: a scipy release renaming one field would have broken it)."""
+    found = [p for pkg in PACKAGES for f in sorted((ROOT / pkg).rglob("*.py")) for p in _private_imports(f, PACKAGES)]
+    assert not found, "\n".join(found)
 
 
 def test_table_format_has_no_web_imports():
@@ -152,7 +186,8 @@ def test_client_layers_import_only_the_layers_before_them(graph):
             elif n == "simclient":
                 bad.append(f"{m} imports the package root (the lazy public API)")
             elif n.startswith("surfacestore.") and n not in ("surfacestore.format", "surfacestore.objects",
-                                                                 "surfacestore.errors"):
+                                                                 "surfacestore.errors", "surfacestore.vtk",
+                                                                 "surfacestore.runtime"):
                 bad.append(f"{m} imports {n}")
             if k <= 3 and any(n == h or n.startswith(h + ".") for h in HEAVY_FOR_LOWER):
                 bad.append(f"{m} imports {n}")

@@ -73,7 +73,8 @@ def test_bench_peers_quick(sample_tables):
 def test_bench_scenarios_quick(sample_tables):
     """Every scenario timed with its defaults, or skipped where its real-data tables are missing
     (saying which definition builds them); a run's own ``wall_s`` is part of the whole run."""
-    from simclient.scenarios import SCENARIOS, missing_real_tables
+    from sample_surfaces import missing_real_tables
+    from simclient.scenarios import SCENARIOS
 
     r = subprocess.run([sys.executable, "-m", "simclient.cli", "bench", "scenarios", "--quick", "--json", "--tables",
                         str(sample_tables)], capture_output=True, text=True, timeout=600)

@@ -14,7 +14,8 @@ from conftest import run_cli
 from simclient.contact import Layer, compressible_law
 from simclient.errors import ContactError
 from simclient.io import open_surface
-from simclient.scenarios.blankevoort import BUNDLES, FREE, SIDES, BlankevoortKnee, BlankevoortParams, blankevoort
+from simclient.scenarios.blankevoort import BUNDLES, SIDES, BlankevoortKnee, BlankevoortParams, blankevoort
+from simclient.scenarios.blankevoort.model import FREE
 
 
 @pytest.fixture(scope="module")

@@ -156,7 +156,7 @@ def test_bad_input_is_a_clear_error(sample_tables, args, status, message):
     (["run", "prosthetic-knee", "--stance-duration", "1e-300"], 1, "stance_duration must lie in [0.01, 100] s"),
     (["run", "prosthetic-knee", "--project-every", "1e-300"], 1, "project_every must be at least a 10^-9th of the run"),
     (["run", "layer-drop", "--rho", "0"], 1, "layer-drop: rho must lie in [1e-6, 1], got 0.0"),
-    (["run", "layer-drop", "--rho", "0.5", "--method", "Radau"], 1, "needs an explicit Runge-Kutta method"),
+    (["run", "layer-drop", "--rho", "0.5", "--method", "Radau"], 1, "needs DOP853-jit (or rk4)"),
     (["run", "layer-drop", "--ball", "ef_paraboloid"], 1, "layer-drop: the ball's table 'ef_paraboloid' is not a sphere"),
     (["run", "layer-drop", "--v0", "1e300"], 1, "the ball's kinetic energy 0.5 mass v0^2 overflows"),  # (was an OverflowError)
 ])
@@ -240,36 +240,3 @@ def test_out_must_be_a_folder(sample_tables, tmp_path):
         r = simclient(*command, "--tables", str(sample_tables), "--out", str(f / "sub"))
         assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
         assert r.stderr == f"simclient: error: --out {f / 'sub'}: cannot make this folder (Not a directory: {f / 'sub'})\n"
-
-
-def test_clearing_the_kernel_cache_finds_it_under_NUMBA_CACHE_DIR(tmp_path):
-    """With ``NUMBA_CACHE_DIR`` set, numba caches kernels there, not beside the sources: clearing
-    the cache (warm-up's first step) deletes them there and leaves the cache beside the sources
-    alone. (In a child process, for the variable to apply.)"""
-    in_tree = sorted(ROOT.glob("simclient/**/*.nb[ic]"))
-    code = ("import numpy as np; from simclient.geometry._poses import point_velocity; "
-            "point_velocity(np.zeros(3), np.zeros(3), np.zeros(3), np.ones(3)); "
-            "from simclient.scenarios.warmup import clear_kernel_cache; print(clear_kernel_cache())")
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                       env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
-    assert r.returncode == 0, r.stderr
-    assert int(r.stdout) >= 2  # the kernel's index and data files at least
-    assert list(tmp_path.rglob("*.nbi")) == [] and list(tmp_path.rglob("*.nbc")) == []
-    assert sorted(ROOT.glob("simclient/**/*.nb[ic]")) == in_tree
-
-
-def test_warmup_leaves_the_first_runs_nothing_to_compile(sample_tables, monkeypatch):
-    """``simclient warmup`` (run by dev.py at set-up) compiles every kernel afresh into numba's
-    cache: the first runs of the scenarios it covers, each in a new process, then load every kernel
-    they call from the cache and compile none. (In a child process: run in this one, it would
-    delete the cached kernels this process has loaded and could not save them again.)"""
-    r = run_cli("warmup")
-    assert r.returncode == 0 and "kernels compiled and cached" in r.stdout, r.stderr
-    monkeypatch.setenv("NUMBA_DEBUG_CACHE", "1")  # numba's own report of each kernel loaded or saved
-    for argv in (["bouncing-ball", "--t-end", "0.06"], ["knee2d", "--t-end", "0.02"],
-                 ["knee3d", "--final-flexion-deg", "10"], ["prosthetic-knee", "--t-end", "0.05"]):
-        r = run_cli("run", *argv, "--tables", str(sample_tables))
-        assert r.returncode == 0, r.stderr
-        cache = [line for line in r.stdout.splitlines() if line.startswith("[cache]")]
-        assert any("data loaded" in line for line in cache), argv
-        assert not any("saved" in line for line in cache), (argv, [line for line in cache if "saved" in line])

@@ -121,15 +121,20 @@ def _ball_system(tables, law, push=False):
 
 def test_systems_without_a_compiled_form_run_the_reference_path(sample_tables):
     """A law with internal states or a load other than a ligament: ``compile_system`` says why,
-    and ``DOP853-jit`` is then scipy's DOP853, step for step."""
+    and ``DOP853-jit`` then steps in Python (the project's DOP853, each stage a Python right-hand
+    side): scipy's DOP853's steps within 3 % (round-off in the error estimate, a small difference of
+    large stages, tips step sizes apart) and the same motion to the integrator's accuracy on the
+    motion's scale (rtol 1e-10 of some 0.1 m/s: 1e-11 m over the run, 1e-9 m allowed)."""
     hertz = make_law("hertz", 5.5e9)
     visco = ViscoelasticLaw.from_elastic(hertz, 0.5, 2e-4)
     for law, push in ((visco, False), (hertz, True)):
         kernel, reason = compile_system(_ball_system(sample_tables, law, push))
         assert kernel is None and "no compiled form" in reason
         runs = [simulate(_ball_system(sample_tables, law, push), 0.06, method=m) for m in ("DOP853", "DOP853-jit")]
-        assert runs[0].nfev == runs[1].nfev and runs[0].steps == runs[1].steps
-        np.testing.assert_array_equal(runs[0].y[:, -1], runs[1].y[:, -1])
+        assert abs(runs[0].steps - runs[1].steps) <= 0.03 * runs[0].steps
+        assert [e["type"] for e in runs[0].events] == [e["type"] for e in runs[1].events]
+        np.testing.assert_allclose([e["t"] for e in runs[1].events], [e["t"] for e in runs[0].events], rtol=1e-9)
+        np.testing.assert_allclose(runs[1].y[:3, -1], runs[0].y[:3, -1], rtol=0, atol=1e-9)
     assert compile_system(_ball_system(sample_tables, hertz))[0] is not None
 
 

@@ -57,7 +57,7 @@ def test_a_ball_rolling_off_the_ground_fails_saying_when(sample_tables, monkeypa
     # the sample ground ends at x = 0.1 m (its v range): past it the common normal leaves the table
     import simclient.dynamics._integrate as integrate
 
-    failures, advance = [], integrate._advance
+    failures, advance = [], integrate.advance
 
     def counted(*args, **kw):
         try:
@@ -65,7 +65,7 @@ def test_a_ball_rolling_off_the_ground_fails_saying_when(sample_tables, monkeypa
         except ContactError:
             failures.append(kw.get("max_step"))
             raise
-    monkeypatch.setattr(integrate, "_advance", counted)
+    monkeypatch.setattr(integrate, "advance", counted)
     s = _run(sample_tables, t_end=1.0)
     # the last segment (unbounded steps) retried once with smaller steps, which failed in the same
     # step: not twice more, each ten times smaller over the rest of the run (a far-off knee3d
@@ -489,7 +489,7 @@ def test_an_excursion_across_zero_inside_a_step_is_found_wherever_it_lies(direct
     body passing a curved surface: d (sqrt(b^2 + (t - t_c)^2) - 1), its excursion 0.1 % of the
     step wide): found at its first crossing wherever t_c lies in the step, for an onset (d = -1)
     and a separation (d = +1); a pass that stays 1e-4 short of zero is no event."""
-    from simclient.dynamics._integrate import _event_root
+    from simclient.dynamics._events import event_root as _event_root
 
     def root(t_c, b):
         def ev(t, y):

@@ -71,7 +71,7 @@ def test_cli_runs_the_gait_cycle_and_writes_maps(implant_tables, tmp_path):
     # every instant in equilibrium: the SI force imbalance (measured by a full search at each output)
     # within the issue's 2 % in stance and 5 % overall; everywhere, within the solver's own tolerance
     # (a Newton stall at a kink of the contact force is settled, or slid along ML, not taken)
-    from simclient.scenarios.artificial_knee import TOL_REL
+    from simclient.scenarios.artificial_knee.model import TOL_REL
 
     assert s["gait"]["max_force_imbalance_stance"] <= 0.02 and s["gait"]["max_force_imbalance"] <= 0.05
     assert s["gait"]["max_force_imbalance"] <= TOL_REL * (1 + 1e-9)
@@ -205,7 +205,7 @@ def test_settles_come_to_rest_in_few_steps_and_an_unbalanced_one_is_an_error(imp
     viscous model linearized there (central differences of the full search, 10 times the solver's
     steps) has only decaying modes. One cut short far out of balance (one step, one Newton
     iteration) is an error naming the pose and the imbalance."""
-    import simclient.scenarios.artificial_knee as ak
+    import simclient.scenarios.artificial_knee.model as ak
     from simclient.errors import SimulationError
 
     knee = _knee(implant_tables, "linear")

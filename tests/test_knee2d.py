@@ -14,13 +14,11 @@ from simclient.cli import main
 from simclient.errors import ParameterError
 from simclient.scenarios import Tables
 from simclient.scenarios.knee2d import (
-    FEMUR_NEAREST,
-    NORMAL_START,
-    PLATEAU_NEAREST,
     Knee2DParams,
     impact_hysteresis,
     knee2d,
 )
+from simclient.scenarios.knee2d.model import FEMUR_NEAREST, NORMAL_START, PLATEAU_NEAREST
 from simclient.scenarios.studies import STUDIES, Study, run_study
 from simclient.scenarios.validate import planar_drop
 

@@ -54,7 +54,7 @@ def test_conforming_condyle_is_the_plateau_lifted_by_the_clearance(n):
 def tables(tmp_path_factory):
     if not DATA.exists():
         pytest.skip("../shared/data/lenhart2015 is absent")
-    from simclient.scenarios import ensure_sample_tables
+    from preprocess.samples import ensure_sample_tables
 
     out = build_definition(ROOT / "sample_surfaces" / "real" / "natural_knee.toml", tmp_path_factory.mktemp("natural"))
     ensure_sample_tables(out, names=["ground"])

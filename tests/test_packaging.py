@@ -24,7 +24,7 @@ def test_installed_copy_finds_its_sample_definitions(tmp_path):
     assert r.returncode == 0, r.stderr
     work = tmp_path / "elsewhere"
     work.mkdir()
-    code = ("import sample_surfaces, simclient.scenarios as s\n"
+    code = ("import sample_surfaces, preprocess.samples as s\n"
             f"assert sample_surfaces.__file__.startswith({str(target)!r}), sample_surfaces.__file__\n"
             "names = [p.name for p in sample_surfaces.definitions()]\n"
             "assert 'bouncing_ball.toml' in names and 'knee3d.toml' in names, names\n"

@@ -26,7 +26,7 @@ BLOCKS = {"ground": [(0, 1, 0, 1), (17, 20, 17, 20), (36, 37, 0, 37)],
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
     """The sample ground, and a small plane with short last records and two extra per-point fields."""
-    from simclient.scenarios import ensure_sample_tables
+    from preprocess.samples import ensure_sample_tables
 
     root = tmp_path_factory.mktemp("sources")
     ensure_sample_tables(root, names=["ground"])

@@ -17,7 +17,7 @@ import pytest
 from preprocess.cli import main as preprocess_main
 from simclient.bench import StoreProcess
 from simclient.scenarios import Tables, get_scenario
-from simclient.scenarios.report import save_pressure_vtk, save_pressure_zarr
+from simclient.results import save_pressure_vtk, save_pressure_zarr
 from surfacestore.format import RecordBlock, create_table, open_table
 
 CHROMIUM = next((c for c in ("chromium", "chromium-browser", "google-chrome") if shutil.which(c)), None)

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from simclient.scenarios import SCENARIOS, Tables, missing_real_tables
+from sample_surfaces import missing_real_tables
+from simclient.scenarios import SCENARIOS, Tables
 
 __all__ = ["run", "report"]
 

@@ -32,10 +32,10 @@ import httpx
 import numpy as np
 import psutil
 
-from preprocess.build import build_surface, parse_surface, sample_points
+from simclient.bench._registry import TableBuilder
 from simclient.bench._server import StoreProcess
+from simclient.errors import ParameterError
 from simclient.io import HttpSource, KeepAliveTransport, load_npy
-from simclient.scenarios import sample_spec
 from surfacestore.format import RecordBlock
 
 __all__ = ["run", "report"]
@@ -70,9 +70,14 @@ class _Tally:
 
 
 def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | None = None,
-        minutes: float | None = None) -> dict[str, Any]:
+        minutes: float | None = None, builder: TableBuilder | None = None) -> dict[str, Any]:
     """Soak the store for ``minutes`` (default 10, 0.3 with ``quick``). ``tables`` is unused: the
-    soak builds its own tables in a scratch folder, since it rebuilds one of them."""
+    soak builds its own tables in a scratch folder with ``builder`` (required), since it rebuilds
+    one of them."""
+    if builder is None:
+        raise ParameterError("bench soak: builds its own tables: give it a builder (preprocess.samples)")
+    sample_spec, parse_surface = builder.sample_spec, builder.parse_surface
+    build_surface, sample_points = builder.build_surface, builder.sample_points
     minutes = minutes if minutes is not None else (0.3 if quick else 10.0)
     say = progress or (lambda s: None)
     ground_spec = sample_spec("bouncing_ball.toml", "ground")
@@ -103,7 +108,7 @@ def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | Non
                 threading.Thread(target=_zarr, args=(store.url, zarr_files, tallies["zarr"], stop)),
                 threading.Thread(target=_rebuilt, args=(store.url, expect_rebuilt, tallies["rebuilt"], stop)),
                 threading.Thread(target=_bad, args=(store.url, tallies["bad"], stop)),
-                threading.Thread(target=_rebuilder, args=(root, versions, rebuilds, stop))]
+                threading.Thread(target=_rebuilder, args=(build_surface, root, versions, rebuilds, stop))]
             for c in clients:
                 c.start()
             assert store.proc is not None
@@ -252,7 +257,8 @@ def _bad(url: str, tally: _Tally, stop: threading.Event) -> None:
     transport.close()
 
 
-def _rebuilder(root: Path, versions: list[Any], count: list[int], stop: threading.Event) -> None:
+def _rebuilder(build_surface: Callable[..., Any], root: Path, versions: list[Any], count: list[int],
+               stop: threading.Event) -> None:
     k = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

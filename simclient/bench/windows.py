@@ -18,8 +18,10 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from simclient.bench._registry import TableBuilder
 from simclient.bench._server import serve_store
-from simclient.scenarios import ensure_table, locate, sample_spec
+from simclient.errors import ParameterError
+from simclient.scenarios import locate
 from simclient.scenarios.bouncing_ball import BallParams, bouncing_ball
 
 __all__ = ["TABLE_6_3", "run", "report", "plot", "run_sweep", "report_sweep"]
@@ -122,19 +124,24 @@ SWEEP_RECORDS = (3, 9, 37, 111)
 SWEEP_WINDOWS = ((3, 3), (5, 5), (9, 9))
 
 
-def sweep_tables(tables: Path) -> dict[int, Path]:
+def sweep_tables(tables: Path, builder: TableBuilder) -> dict[int, Path]:
     """Ground tables of the sample geometry with records of 3^2, 9^2, 37^2 and 111^2 points."""
-    spec = sample_spec("bouncing_ball.toml", "ground")
+    spec = builder.sample_spec("bouncing_ball.toml", "ground")
     return {r: tables / "ground.zarr" if r == 9 else
-            Path(ensure_table(dataclasses.replace(spec, name=f"ground_r{r}", record=(r, r)), tables))
+            Path(builder.ensure_table(dataclasses.replace(spec, name=f"ground_r{r}", record=(r, r)), tables))
             for r in SWEEP_RECORDS}
 
 
-def run_sweep(tables: Path, quick: bool = False, progress: Any = None) -> dict[str, Any]:
+def run_sweep(tables: Path, quick: bool = False, progress: Any = None,
+              builder: TableBuilder | None = None) -> dict[str, Any]:
     """Record size x window extent x prefetch for a ball that crosses many ground records
-    (vx = 0.4 m/s from x = -80 mm: 160 mm of travel in 0.4 s), over the HTTP store."""
+    (vx = 0.4 m/s from x = -80 mm: 160 mm of travel in 0.4 s), over the HTTP store; the tables
+    of other record sizes built by ``builder`` (required; the command line passes
+    :mod:`preprocess.samples`)."""
+    if builder is None:
+        raise ParameterError("bench sweep: builds tables of other record sizes: give it a builder (preprocess.samples)")
     say = progress or (lambda s: None)
-    grounds = sweep_tables(tables)
+    grounds = sweep_tables(tables, builder)
     params = BallParams(vx=0.4, x0=-0.08)
     rows = []
     with serve_store(tables, "--max-block-records", "100000") as url:

@@ -122,9 +122,7 @@ class AtlasPair(ContactPair):
         w = self.charts[chart]
         self.chart, self.wi = chart, w
         self._inside = _band(w, self.margin)
-        self.flts[L.PAIR_FP_I:L.PAIR_FP_I + L.FP_SIZE] = w.fp
-        self.ints[L.PAIR_BUFFER_I] = w.buffer.ctypes.data
-        self._vi = -1  # (the kernel's copy of window i's placement is stale: synced at the next solve)
+        self.refresh()  # (its parameters, placement and buffer into the kernels' arrays)
         self.label = self._label()
 
     def _index(self, chart: int) -> ChartIndex:

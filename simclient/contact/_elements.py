@@ -31,14 +31,17 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from scipy.spatial import cKDTree
 
+from simclient.contact._names import QUADRATURES
+from simclient.contact._nearest import nearest
+from simclient.contact._raycast import (NEAR, SUB_OFFSETS, SUB_POINTS, bilinear, penetrating, ray_cast, search,
+                                        sub_depths, to_moving)
 from simclient.errors import ContactError, ParameterError
-from simclient.geometry import INSIDE, OUTSIDE_WINDOW, StorageWindow, evaluate, inline, jit, locate, record_of
+from simclient.geometry import StorageWindow, record_of
 from simclient.geometry import layout as L
 from simclient.io import Source, read_field
 
-__all__ = ["ElementGrid", "element_grid", "zoomed_grid", "ElementContact", "ElementDetector", "QUADRATURES", "SUB_OFFSETS"]
+__all__ = ["ElementGrid", "element_grid", "zoomed_grid", "ElementContact", "ElementDetector", "SUB_OFFSETS"]
 
 
 @dataclass
@@ -167,27 +170,6 @@ def _constant(value: float, uv: np.ndarray) -> np.ndarray:
     return np.full(len(uv), value)
 
 
-@jit
-def _bilinear_at(values: np.ndarray, u0: float, du: float, v0: float, dv: float, u: float, v: float) -> float:
-    """Bilinear interpolation of ``values`` on the grid ``(u0 + i du, v0 + j dv)`` at (u, v)
-    (linear extrapolation beyond the grid's last cells)."""
-    nu, nv = values.shape
-    x, y = (u - u0) / du, (v - v0) / dv
-    i, j = min(max(int(math.floor(x)), 0), nu - 2), min(max(int(math.floor(y)), 0), nv - 2)
-    fx, fy = x - i, y - j
-    return ((1 - fx) * ((1 - fy) * values[i, j] + fy * values[i, j + 1])
-            + fx * ((1 - fy) * values[i + 1, j] + fy * values[i + 1, j + 1]))
-
-
-@jit
-def _bilinear(values: np.ndarray, u0: float, du: float, v0: float, dv: float, uv: np.ndarray) -> np.ndarray:
-    """:func:`_bilinear_at` at (u, v) rows."""
-    out = np.empty(uv.shape[0])
-    for k in range(uv.shape[0]):
-        out[k] = _bilinear_at(values, u0, du, v0, dv, uv[k, 0], uv[k, 1])
-    return out
-
-
 class _GridField:
     """Bilinear interpolation of a per-point field on the table's parameter grid at (u, v) rows
     (scipy's ``RegularGridInterpolator``, linear, compiled: the contact detection calls it at every
@@ -198,7 +180,7 @@ class _GridField:
         self.values = np.ascontiguousarray(values, dtype=float)
 
     def __call__(self, uv: np.ndarray) -> np.ndarray:
-        return _bilinear(self.values, self.u0, self.du, self.v0, self.dv, np.ascontiguousarray(uv, dtype=float))
+        return bilinear(self.values, self.u0, self.du, self.v0, self.dv, np.ascontiguousarray(uv, dtype=float))
 
 
 def _field(source: Source, array: str) -> _GridField:
@@ -231,326 +213,45 @@ class ElementContact:
         return m
 
 
-HIT, LEFT_WINDOW, MISSED = 0, 1, 2
-QUADRATURES = ("centre", "quadratic")
-NEAR = 2e-3  # m: a ray that leaves the window closer than this to the moving surface is cast again
-
-
-@jit
-def _ray_cast(buf, ip, fp, mode, O, D, uv, idx, out, max_iter, tol):
-    """For elements ``idx``: solve ``S(u, v) = O + t D`` (moving frame) from ``uv``; write
-    ``out[k] = (t, u, v, n_x, n_y, n_z, status)``."""
-    ev = np.empty(L.EV_SIZE)
-    for k in idx:
-        u, v = uv[k, 0], uv[k, 1]
-        status = MISSED
-        t = 0.0
-        for _ in range(max_iter):
-            where = locate(ip, fp, u, v)
-            if where != INSIDE:
-                status = LEFT_WINDOW if where == OUTSIDE_WINDOW else MISSED
-                break
-            evaluate(buf, ip, fp, u, v, mode, ev)
-            # F = S - O - t D; J = [S_u, S_v, -D]
-            f0 = ev[L.EV_S] - O[k, 0] - t * D[k, 0]
-            f1 = ev[L.EV_S + 1] - O[k, 1] - t * D[k, 1]
-            f2 = ev[L.EV_S + 2] - O[k, 2] - t * D[k, 2]
-            if math.sqrt(f0 * f0 + f1 * f1 + f2 * f2) < tol:
-                # on the ray within tol: this point is the hit (a further step would move it by
-                # less than tol and cost one more evaluation)
-                t = ((ev[L.EV_S] - O[k, 0]) * D[k, 0] + (ev[L.EV_S + 1] - O[k, 1]) * D[k, 1]
-                     + (ev[L.EV_S + 2] - O[k, 2]) * D[k, 2])
-                status = HIT
-                break
-            a0, a1, a2 = ev[L.EV_SU], ev[L.EV_SU + 1], ev[L.EV_SU + 2]
-            b0, b1, b2 = ev[L.EV_SV], ev[L.EV_SV + 1], ev[L.EV_SV + 2]
-            c0, c1, c2 = -D[k, 0], -D[k, 1], -D[k, 2]
-            det = a0 * (b1 * c2 - b2 * c1) - b0 * (a1 * c2 - a2 * c1) + c0 * (a1 * b2 - a2 * b1)
-            if det == 0.0 or det != det:
-                break
-            # Cramer's rule for J x = -F
-            x0 = -(f0 * (b1 * c2 - b2 * c1) - b0 * (f1 * c2 - f2 * c1) + c0 * (f1 * b2 - f2 * b1)) / det
-            x1 = -(a0 * (f1 * c2 - f2 * c1) - f0 * (a1 * c2 - a2 * c1) + c0 * (a1 * f2 - a2 * f1)) / det
-            x2 = -(a0 * (b1 * f2 - b2 * f1) - b0 * (a1 * f2 - a2 * f1) + f0 * (a1 * b2 - a2 * b1)) / det
-            # at most 4 grid cells per step
-            scale = max(abs(x0) / (4 * fp[L.FP_DU]), abs(x1) / (4 * fp[L.FP_DV]), 1.0)
-            u += x0 / scale
-            v += x1 / scale
-            t += x2 / scale
-        out[k, 0] = t
-        out[k, 1] = u
-        out[k, 2] = v
-        if status == HIT:
-            out[k, 3], out[k, 4], out[k, 5] = ev[L.EV_N], ev[L.EV_N + 1], ev[L.EV_N + 2]
-        out[k, 6] = status
-
-
-@jit
-def _search(buf, ip, fp, mode, O, D, uv, warm, started, out, usable, neighbours, near_prev, full, margin, max_iter,
-            tol, near, evaluated, wave, queued):
-    """The active-set search of :meth:`ElementDetector._solve`, compiled, for the usual case: every
-    ray starts from its own last hit (``warm``), a neighbour's, or its own last start (``started``:
-    it has been cast from a coarse start before), and no ray leaves the window near the moving
-    surface. Returns ``(status, casts, searched all)``, status 0 when done (``near``,
-    ``evaluated`` set as the Python search sets them), 1 where that case does not hold (the Python
-    search then runs: coarse starts from the window's points, window moves)."""
-    n = len(usable)
-    near[:] = False
-    evaluated[:] = False
-    queued[:] = False
-    m = 0
-    for k in range(n):
-        if usable[k] if full else near_prev[k]:
-            wave[m] = k
-            m += 1
-    casts = 0
-    everything = full
-    while m > 0:
-        for a in range(m):  # a ray without a hit last time starts from a neighbour's, else its own last start
-            k = wave[a]
-            if not warm[k]:
-                start = -1
-                for b in range(neighbours.shape[1]):
-                    j = neighbours[k, b]
-                    if j >= 0 and warm[j]:
-                        start = j
-                        break
-                if start >= 0:
-                    uv[k, 0], uv[k, 1] = uv[start, 0], uv[start, 1]
-                elif not started[k]:
-                    return 1, casts, everything
-        _ray_cast(buf, ip, fp, mode, O, D, uv, wave[:m], out, max_iter, tol)
-        casts += m
-        started[wave[:m]] = True
-        for a in range(m):
-            evaluated[wave[a]] = True
-        # A ray that missed from its own last hit is cast once more from a neighbour's hit of this
-        # search: a hit from poses ago is a stale start, whose iterates can step off the moving
-        # surface's edge although the ray meets it (a full search once missed an element 37 um deep).
-        retry = np.empty(m, np.int64)
-        r = 0
-        for a in range(m):
-            k = wave[a]
-            if warm[k] and out[k, 6] == MISSED:
-                for b in range(neighbours.shape[1]):
-                    j = neighbours[k, b]
-                    if j >= 0 and evaluated[j] and out[j, 6] == HIT:
-                        uv[k, 0], uv[k, 1] = out[j, 1], out[j, 2]
-                        retry[r] = k
-                        r += 1
-                        break
-        if r > 0:
-            _ray_cast(buf, ip, fp, mode, O, D, uv, retry[:r], out, max_iter, tol)
-            casts += r
-        for a in range(m):
-            k = wave[a]
-            if out[k, 6] == LEFT_WINDOW and out[k, 0] < NEAR:
-                return 1, casts, everything
-            warm[k] = out[k, 6] == HIT
-            if warm[k]:
-                uv[k, 0], uv[k, 1] = out[k, 1], out[k, 2]
-                near[k] = out[k, 0] < margin
-        if everything:
-            break
-        # the next wave: the unevaluated usable neighbours of this wave's near hits
-        m2 = 0
-        for a in range(m):
-            k = wave[a]
-            if near[k]:
-                for b in range(neighbours.shape[1]):
-                    j = neighbours[k, b]
-                    if j >= 0 and usable[j] and not evaluated[j] and not queued[j]:
-                        queued[j] = True
-                        wave[m + m2] = j
-                        m2 += 1
-        for a in range(m2):  # to the front (forwards: the source lies behind)
-            wave[a] = wave[m + a]
-        m = m2
-        if m == 0 and not near.any():
-            # the surfaces moved apart from every tracked element in one step: search everything
-            everything = True
-            for k in range(n):
-                if usable[k] and not evaluated[k]:
-                    wave[m] = k
-                    m += 1
-    return 0, casts, everything
-
-
-@jit
-def _to_moving(centre, normal, R, c, O, D):
-    """The element centres and normals in the moving frame: ``O = R^T (centre - c)``, ``D = R^T normal``."""
-    for k in range(centre.shape[0]):
-        x0, x1, x2 = centre[k, 0] - c[0], centre[k, 1] - c[1], centre[k, 2] - c[2]
-        for r in range(3):
-            O[k, r] = R[0, r] * x0 + R[1, r] * x1 + R[2, r] * x2
-            D[k, r] = R[0, r] * normal[k, 0] + R[1, r] * normal[k, 1] + R[2, r] * normal[k, 2]
-
-
-@inline
-def _midsurface(out, k, R, normal, mid, m):
-    """Element ``k``'s ray distance turned into the signed interpenetration along the midsurface
-    normal (m; > 0 penetrating), its unit midsurface normal written to ``mid[m]`` (fixed frame: the
-    direction the moving body is pushed). For a locally flat moving surface at angle ``a`` to the
-    element the ray distance ``t`` becomes ``-t cos(a) / cos(a / 2)``. NaN where the moving surface
-    does not face the element (``cos a <= 0``): the ray met its back, through the moving body or
-    the element's own (a condyle's far side), which is no contact whatever the distance."""
-    n0 = R[0, 0] * out[k, 3] + R[0, 1] * out[k, 4] + R[0, 2] * out[k, 5]  # the moving normal, fixed frame
-    n1 = R[1, 0] * out[k, 3] + R[1, 1] * out[k, 4] + R[1, 2] * out[k, 5]
-    n2 = R[2, 0] * out[k, 3] + R[2, 1] * out[k, 4] + R[2, 2] * out[k, 5]
-    cos_a = min(max(-(normal[k, 0] * n0 + normal[k, 1] * n1 + normal[k, 2] * n2), -1.0), 1.0)
-    if cos_a <= 0.0:
-        return math.nan
-    b0, b1, b2 = normal[k, 0] - n0, normal[k, 1] - n1, normal[k, 2] - n2
-    nb = max(math.sqrt(b0 * b0 + b1 * b1 + b2 * b2), 1e-300)
-    mid[m, 0], mid[m, 1], mid[m, 2] = b0 / nb, b1 / nb, b2 / nb
-    return -out[k, 0] * cos_a / math.sqrt(0.5 * (1 + cos_a))  # cos(a/2) = sqrt((1 + cos a) / 2)
-
-
-@inline
-def _on_body(out, near, evaluated, k, field, u0, du, v0, dv, radius):
-    """Element ``k`` was tracked and evaluated, its ray hit the moving surface and, where the moving
-    table has a data footprint (``field`` its ``data_distance`` on the grid ``(u0 + i du, v0 + j dv)``,
-    non-empty), within ``radius`` of the data (a hit beyond it is on the fit's extrapolation)."""
-    if not (near[k] and evaluated[k] and out[k, 6] == HIT):
-        return False
-    return not (field.size and _bilinear_at(field, u0, du, v0, dv, out[k, 1], out[k, 2]) > radius)
-
-
-@jit
-def _penetrating(out, near, evaluated, R, normal, field, u0, du, v0, dv, radius, index, depth, mid):
-    """The penetrating elements of a search (Bei & Fregly's centre rule): on the body
-    (:func:`_on_body`), hit at a negative ray distance by a moving surface that faces them. Writes
-    their indices to ``index[:m]``, the interpenetration along the midsurface normal to ``depth``
-    (m) and the unit midsurface normals to ``mid[:m]`` (:func:`_midsurface`); returns m."""
-    m = 0
-    for k in range(near.shape[0]):
-        if out[k, 0] < 0 and _on_body(out, near, evaluated, k, field, u0, du, v0, dv, radius):
-            d = _midsurface(out, k, R, normal, mid, m)
-            if d > 0:  # (NaN: the ray met the moving surface's back)
-                depth[k] = d
-                index[m] = k
-                m += 1
-    return m
-
-
-#: sub-points per element side of the ``quadratic`` quadrature, at the centres of equal sub-cells
-SUB_SIDE = 4
-SUB_POINTS = SUB_SIDE * SUB_SIDE
-_SUB = (np.arange(SUB_SIDE) + 0.5) / SUB_SIDE - 0.5  # in element spacings from the centre
-#: the sub-points' (u, v) offsets from their element's centre, in element spacings (SUB_POINTS, 2)
-SUB_OFFSETS = np.stack(np.meshgrid(_SUB, _SUB, indexing="ij"), axis=-1).reshape(-1, 2)
-
-
-@inline
-def _known(s, nu, nv, i, j):
-    """The signed depth of element (i, j), NaN outside the grid or where unknown."""
-    if i < 0 or j < 0 or i >= nu or j >= nv:
-        return math.nan
-    return s[i * nv + j]
-
-
-@inline
-def _slopes(lo, c, hi):
-    """First and second differences through (-1, lo), (0, c), (1, hi), one-sided or none where a
-    neighbour is unknown (NaN)."""
-    if lo == lo and hi == hi:
-        return 0.5 * (hi - lo), 0.5 * (hi - 2 * c + lo)
-    if hi == hi:
-        return hi - c, 0.0
-    if lo == lo:
-        return c - lo, 0.0
-    return 0.0, 0.0
-
-
-@jit
-def _sub_depths(out, near, evaluated, R, normal, field, u0, du, v0, dv, radius, nu, nv, s, mid_all, index,
-                depth, mid, sub):
-    """The ``quadratic`` quadrature: the signed interpenetration (smooth across the contact's edge,
-    unlike the pressure) of every element on the body (:func:`_on_body`) that the moving surface
-    faces, to ``s`` (NaN elsewhere), is interpolated over each element by the quadratic through it
-    and its eight neighbours (one-sided or constant along a direction where they are unknown, and
-    then capped at the largest of them so that it never overshoots the data) and sampled at
-    ``SUB_POINTS`` sub-points. The elements with any penetrating sub-point: indices to
-    ``index[:m]``, their centre's interpenetration (>= 0) to ``depth``, midsurface normals to
-    ``mid[:m]``, sub-point interpenetrations (m) to ``sub[:m]``; returns m."""
-    n = nu * nv
-    for k in range(n):
-        s[k] = math.nan
-        if _on_body(out, near, evaluated, k, field, u0, du, v0, dv, radius):
-            s[k] = _midsurface(out, k, R, normal, mid_all, k)
-    m = 0
-    for k in range(n):
-        c = s[k]
-        if c != c:
-            continue
-        i, j = k // nv, k % nv
-        top = c
-        whole = True  # all eight neighbours known: the quadratic interpolates, else it extrapolates
-        for a in range(-1, 2):
-            for b in range(-1, 2):
-                x = _known(s, nu, nv, i + a, j + b)
-                if x != x:
-                    whole = False
-                elif x > top:
-                    top = x
-        if not whole and top <= 0:
-            continue  # capped at the data, and nothing around penetrates: no sub-point can
-        gu, cu = _slopes(_known(s, nu, nv, i - 1, j), c, _known(s, nu, nv, i + 1, j))
-        gv, cv = _slopes(_known(s, nu, nv, i, j - 1), c, _known(s, nu, nv, i, j + 1))
-        pp, pm = _known(s, nu, nv, i + 1, j + 1), _known(s, nu, nv, i + 1, j - 1)
-        mp, mm = _known(s, nu, nv, i - 1, j + 1), _known(s, nu, nv, i - 1, j - 1)
-        cross = 0.25 * (pp - pm - mp + mm) if (pp == pp and pm == pm and mp == mp and mm == mm) else 0.0
-        if whole:
-            # a peak between the centres is the surfaces' own: the quadratic is not capped, and can
-            # penetrate where none of the nine centres does (a ridge across the element); skipped
-            # only where its bound over the sub-points says it cannot (skipping wherever no centre
-            # penetrated made the force jump, by 0.5 N in the artificial knee's swing, as a ridge's
-            # element's centre crossed zero, and Newton stalled there)
-            e = _SUB[SUB_SIDE - 1]  # the sub-points' largest offset, element spacings
-            if c + e * (abs(gu) + abs(gv)) + e * e * (max(cu, 0.0) + max(cv, 0.0) + abs(cross)) <= 0:
-                continue
-            top = math.inf
-        touching = False
-        for a in range(SUB_SIDE):
-            x = _SUB[a]
-            for b in range(SUB_SIDE):
-                y = _SUB[b]
-                d = min(c + gu * x + gv * y + cu * x * x + cv * y * y + cross * x * y, top)
-                sub[m, a * SUB_SIDE + b] = d
-                touching = touching or d > 0
-        if touching:
-            depth[k] = max(c, 0.0)
-            mid[m, 0], mid[m, 1], mid[m, 2] = mid_all[k, 0], mid_all[k, 1], mid_all[k, 2]
-            index[m] = k
-            m += 1
-    return m
+HIT, LEFT_WINDOW, MISSED = L.RAY_HIT, L.RAY_LEFT_WINDOW, L.RAY_MISSED
 
 
 class _Compartment:
-    """Per-compartment state: the moving window, warm starts and the last solution."""
+    """Per-compartment state: the moving window, the elements' ``rays`` and ``flags`` (laid out by
+    :mod:`simclient.geometry.layout`; the attributes below are views of their columns) and the last
+    solution."""
 
     def __init__(self, grid: ElementGrid, window: StorageWindow) -> None:
         self.grid = grid
         self.window = window
         n = grid.n
-        self.uv = np.zeros((n, 2))
-        self.warm = np.zeros(n, bool)  # uv holds a hit from an earlier evaluation
-        self.started = np.zeros(n, bool)  # uv holds a start on the moving surface (a hit or a coarse start)
-        self.out = np.zeros((n, 7))
-        self.near = np.zeros(n, bool)  # tracked set: penetrating or within the margin
-        self.wave, self.queued = np.zeros(n, np.int64), np.zeros(n, bool)  # the compiled search's scratch
+        self.rays = np.zeros((n, L.RAY_SIZE))
+        self.flags = np.zeros((n, L.FLAG_SIZE), bool)
+        self.flags[:, L.FLAG_USABLE] = grid.usable
+        self.O, self.D = self.rays[:, L.RAY_O:L.RAY_O + 3], self.rays[:, L.RAY_D:L.RAY_D + 3]  # moving frame
+        self.uv = self.rays[:, L.RAY_UV:L.RAY_UV + 2]  # each ray's start
+        self.out = self.rays[:, L.RAY_T:L.RAY_STATUS + 1]  # its outcome: t, u, v, n (3), status
+        self.warm = self.flags[:, L.FLAG_WARM]  # uv holds a hit from an earlier evaluation
+        self.started = self.flags[:, L.FLAG_STARTED]  # uv holds a start on the moving surface (a hit or a coarse start)
+        self.tracked = self.flags[:, L.FLAG_TRACKED]  # tracked set: penetrating or within the margin
+        self.near, self.evaluated = self.flags[:, L.FLAG_NEAR], self.flags[:, L.FLAG_EVALUATED]  # this search's
+        self.wave = np.zeros(n, np.int64)  # the compiled search's scratch
         self.since_full = 0
-        self.tree_version = -1
-        self.tree: cKDTree | None = None
-        self.tree_uv: np.ndarray | None = None
+        self.points_version = -1
+        self.points: np.ndarray | None = None  # the window's points (moving frame) and parameters, for coarse starts
+        self.points_uv: np.ndarray | None = None
         self.last: ElementContact | None = None
         self.moving_h: Callable[[np.ndarray], np.ndarray] | None = None  # the moving layer's thickness at (u, v)
-        # the moving table's data footprint: its data_distance field and radius (none: an empty field)
-        self.footprint: tuple[_GridField, float] = (_GridField(0.0, 1.0, 0.0, 1.0, np.zeros((0, 0))), math.inf)
+        # the element grid's shape and the moving table's data footprint (none: an empty field)
+        self.field = np.zeros((0, 0))
+        self.geometry = np.array([*grid.shape, 0.0, 1.0, 0.0, 1.0, math.inf])
         self.index, self.mid = np.zeros(n, np.int64), np.zeros((n, 3))  # the penetrating elements' scratch
-        # the quadratic quadrature's scratch: signed depths, midsurface normals, sub-point depths
-        self.signed, self.mid_all, self.sub = np.zeros(n), np.zeros((n, 3)), np.zeros((n, SUB_POINTS))
-        self.O, self.D = np.zeros((n, 3)), np.zeros((n, 3))  # the elements' centres and normals, moving frame
+        self.sub = np.zeros((n, SUB_POINTS))  # the quadratic quadrature's sub-point depths
+
+    def footprint(self, field: _GridField, radius: float) -> None:
+        """The moving table's data footprint: its ``data_distance`` field and the radius (m) within it."""
+        self.field = field.values
+        self.geometry[L.GRID_FOOT_U0:L.GRID_FOOT_RADIUS + 1] = (field.u0, field.du, field.v0, field.dv, radius)
 
 
 class ElementDetector:
@@ -608,7 +309,9 @@ class ElementDetector:
                 k.moving_h = _field(table, moving_thickness)
             elif moving_thickness is not None:
                 k.moving_h = partial(_constant, float(moving_thickness))
-            k.footprint = _footprint(table) or k.footprint
+            footprint = _footprint(table)
+            if footprint is not None:
+                k.footprint(*footprint)
         self.copy_tol, self.max_iter, self.tol = copy_tol, max_iter, tol
         self.compiled = compiled
         self.margin, self.full_every = margin, full_every
@@ -653,12 +356,9 @@ class ElementDetector:
     # -- one compartment -------------------------------------------------------------------------
     def _solve(self, k: _Compartment, R: np.ndarray, c: np.ndarray, full: bool) -> ElementContact:
         g = k.grid
-        O, D = k.O, k.D
-        _to_moving(g.centre, g.normal, R, c, O, D)
-        evaluated = np.zeros(g.n, bool)
-        near = np.zeros(g.n, bool)  # penetrating or within `margin` of the moving surface
+        to_moving(g.centre, g.normal, R, c, k.rays)
         k.since_full += 1
-        full = full or not k.near.any() or (self.full_every > 0 and k.since_full >= self.full_every)
+        full = full or not k.tracked.any() or (self.full_every > 0 and k.since_full >= self.full_every)
         if full:
             self.full_searches += 1
             k.since_full = 0
@@ -667,20 +367,20 @@ class ElementDetector:
         w = k.window
         status, casts, everything = 1, 0, False
         if self.compiled:
-            status, casts, everything = _search(w.buffer, w.ip, w.fp, w.mode, O, D, k.uv, k.warm, k.started,
-                                                k.out, g.usable, g.neighbours, k.near, full, self.margin,
-                                                self.max_iter, self.tol, near, evaluated, k.wave, k.queued)
+            settings = np.array([float(full), self.margin, self.max_iter, self.tol])
+            status, casts, everything = search(w.buffer, w.ip, w.fp, k.rays, k.flags, g.neighbours, k.wave, settings)
         self.elements_evaluated += casts
         if status == 0:
             self.full_searches += everything and not full
-            return self._finish(k, R, near, evaluated)
+            return self._finish(k, R)
         # the compiled search needs what only Python does here (coarse starts, window moves): again
         self.python_searches += 1
+        evaluated, near = k.evaluated, k.near  # (penetrating or within `margin` of the moving surface)
         evaluated[:] = False
         near[:] = False
-        wave = np.flatnonzero(g.usable if full else k.near)
+        wave = np.flatnonzero(g.usable if full else k.tracked)
         while len(wave):
-            self._cast(k, O, D, wave)
+            self._cast(k, wave)
             evaluated[wave] = True
             hit = wave[k.out[wave, 6] == HIT]
             hit_near = hit[k.out[hit, 0] < self.margin]
@@ -695,27 +395,26 @@ class ElementDetector:
                 self.full_searches += 1
                 full = True
                 wave = np.flatnonzero(g.usable & ~evaluated)
-        return self._finish(k, R, near, evaluated)
+        return self._finish(k, R)
 
-    def _finish(self, k: _Compartment, R: np.ndarray, near: np.ndarray, evaluated: np.ndarray) -> ElementContact:
+    def _finish(self, k: _Compartment, R: np.ndarray) -> ElementContact:
         """The search's result: the tracked set, and the contact of the penetrating elements."""
-        k.near = near
+        k.tracked[:] = k.near
         g = k.grid
-        field, radius = k.footprint
         depth = np.zeros(g.n)
-        body = (k.out, near, evaluated, R, g.normal, field.values, field.u0, field.du, field.v0, field.dv, radius)
+        found = (k.rays, k.flags, np.ascontiguousarray(R), g.normal, k.field, k.geometry, k.index, depth, k.mid)
         sub = None
         if self.quadrature == "quadratic":
-            m = _sub_depths(*body, g.shape[0], g.shape[1], k.signed, k.mid_all, k.index, depth, k.mid, k.sub)
+            m = sub_depths(*found, k.sub)
             sub = k.sub[:m].copy()
         else:
-            m = _penetrating(*body, k.index, depth, k.mid)
+            m = penetrating(*found)
         a = k.index[:m].copy()
         h = g.thickness[a] if k.moving_h is None else g.thickness[a] + k.moving_h(k.out[a, 1:3])
         k.last = ElementContact(g, a, depth, k.mid[:m].copy(), h, sub)
         return k.last
 
-    def _cast(self, k: _Compartment, O: np.ndarray, D: np.ndarray, idx: np.ndarray) -> None:
+    def _cast(self, k: _Compartment, idx: np.ndarray) -> None:
         """Ray casts for elements ``idx``. If rays leave the window within ``NEAR`` of the moving
         surface, the window is centred on the penetrating hits (or, with none, on those rays' exit
         points) and they are cast again; rays leaving farther away are out of contact. Rays still
@@ -726,13 +425,13 @@ class ElementDetector:
         for _ in range(3):
             warm = k.warm[idx]
             if not warm.all():
-                k.uv[idx[~warm]] = self._coarse(k, O[idx[~warm]])
-            _ray_cast(w.buffer, w.ip, w.fp, w.mode, O, D, k.uv, idx, k.out, self.max_iter, self.tol)
+                k.uv[idx[~warm]] = self._coarse(k, k.O[idx[~warm]])
+            ray_cast(w.buffer, w.ip, w.fp, k.rays, idx, self.max_iter, self.tol)
             k.started[idx] = True
             stale = idx[warm & (k.out[idx, 6] == MISSED)]
-            if len(stale):  # missed from a stale last hit (see _search): again from the nearest window point
-                k.uv[stale] = self._coarse(k, O[stale])
-                _ray_cast(w.buffer, w.ip, w.fp, w.mode, O, D, k.uv, stale, k.out, self.max_iter, self.tol)
+            if len(stale):  # missed from a stale last hit (see the compiled search): again from the nearest window point
+                k.uv[stale] = self._coarse(k, k.O[stale])
+                ray_cast(w.buffer, w.ip, w.fp, k.rays, stale, self.max_iter, self.tol)
                 self.elements_evaluated += len(stale)
             st = k.out[idx, 6]
             k.warm[idx] = st == HIT
@@ -754,12 +453,15 @@ class ElementDetector:
         self.misses += int((k.out[near, 0] < 0).sum())
 
     def _coarse(self, k: _Compartment, O: np.ndarray) -> np.ndarray:
-        """Start parameters: the window point nearest each ray origin."""
+        """Start parameters: the window point nearest each ray origin (``O``, moving frame)."""
         w = k.window
-        if k.tree_version != w.version:
+        if k.points_version != w.version:
             pts = w.points()[:-1, :-1]  # the last row/column starts a cell outside the window
-            k.tree = cKDTree(pts[..., 2:5].reshape(-1, 3))
-            k.tree_uv = pts[..., 0:2].reshape(-1, 2)
-            k.tree_version = w.version
-        assert k.tree is not None and k.tree_uv is not None
-        return k.tree_uv[k.tree.query(O)[1]]
+            pts = pts[np.isfinite(pts[..., 2:5]).all(axis=-1)]
+            k.points = np.ascontiguousarray(pts[:, 2:5])
+            k.points_uv = np.ascontiguousarray(pts[:, 0:2])
+            k.points_version = w.version
+        assert k.points is not None and k.points_uv is not None
+        found = np.empty(len(O), np.int64)
+        nearest(k.points, np.ascontiguousarray(O, dtype=float), found)
+        return k.points_uv[found]

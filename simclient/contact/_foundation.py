@@ -21,8 +21,6 @@ from numbers import Real
 from typing import Any, Protocol
 
 import numpy as np
-from scipy.integrate import quad
-from scipy.optimize import brentq
 
 from simclient.contact._elements import (
     SUB_OFFSETS,
@@ -32,9 +30,9 @@ from simclient.contact._elements import (
     ElementGrid,
     zoomed_grid,
 )
-from simclient.contact._friction import Friction, checked_friction, friction_coefficient
+from simclient.contact._friction import Friction, checked_friction
+from simclient.contact._rules import nonlinear_pressures, resultants
 from simclient.errors import ContactError, ParameterError, nonnegative
-from simclient.geometry import jit
 from simclient.io import Source
 
 __all__ = ["LayerLaw", "LinearLayer", "NonlinearLayer", "ViscoelasticLayer", "CompartmentResult", "FoundationContact",
@@ -56,6 +54,9 @@ def power_gap_strain_ratios(eps0: float, n: float = 2.0) -> tuple[float, float]:
     int_0^e f(s) (e - s)^(2/n - 1) ds (M the aggregate modulus; f(s) = s small, -ln(1 - s) large)
     and the peak pressure M f(e). Returns ``(peak pressure ratio, area ratio)`` for the
     small-strain peak strain ``eps0`` (0 < eps0 < 1); neither depends on h, c or M."""
+    from scipy.integrate import quad  # (a closed form's check: scipy only here)
+    from scipy.optimize import brentq
+
     w = {"weight": "alg", "wvar": (0.0, 2 / n - 1)}  # quad's weight (e - s)^(2/n - 1)
     small = quad(lambda s: s, 0, eps0, **w)[0]
     e = brentq(lambda e: quad(lambda s: -math.log(1 - s), 0, e, **w)[0] - small, 1e-9, min(0.999, 1.5 * eps0))
@@ -113,43 +114,10 @@ class NonlinearLayer:
         c = (1 - self.nu) / ((1 + self.nu) * (1 - 2 * self.nu))
         g = np.ascontiguousarray(c * _strain_measure(d, h, self.large_strain), dtype=float)
         p = np.empty_like(g)
-        worst = _nonlinear_pressures(g, 0.5 * self.eps0 / self.p0, float(self.n), float(self.p0), p)
+        worst = nonlinear_pressures(g, 0.5 * self.eps0 / self.p0, float(self.n), float(self.p0), p)
         if worst > 0:
             raise ContactError(f"nonlinear layer: the pressure solve did not converge (max |residual| {worst:.3g} Pa)")
         return p
-
-
-@jit
-def _nonlinear_pressures(g: np.ndarray, a: float, n: float, p0: float, p: np.ndarray) -> float:
-    """:meth:`NonlinearLayer.pressure` per element: the root of ``f(p) = p - g E(p)``, ``E(p) = 1 /
-    (a (1 + n (p/p0)^(n-1)))``, which rises monotonically (E falls with p), so it lies in
-    ``[0, g E(0)]``: Newton kept inside the bracket (bisection where a step leaves it), to
-    ``|f| <= 1e-10 max(p, 1e-6 p0)``. Writes ``p`` (Pa); returns 0, or the largest residual (Pa)
-    of the elements that did not converge in 60 iterations."""
-    worst = 0.0
-    for k in range(g.shape[0]):
-        lo, hi = 0.0, g[k] / (a * (1 + n * 0.0 ** (n - 1)))
-        pk = hi
-        f = 0.0
-        done = False
-        for _ in range(60):
-            x = pk / p0
-            E = 1.0 / (a * (1 + n * x ** (n - 1)))
-            f = pk - g[k] * E
-            if abs(f) <= 1e-10 * max(pk, p0 * 1e-6):
-                done = True
-                break
-            if f < 0:
-                lo = pk
-            else:
-                hi = pk
-            dE = -E * E * a * n * (n - 1) * x ** max(n - 2, 0.0) / p0
-            step = pk - f / (1 - g[k] * dE)
-            pk = step if lo <= step <= hi else 0.5 * (lo + hi)
-        p[k] = pk
-        if not done:
-            worst = max(worst, abs(f))
-    return worst
 
 
 @dataclass(frozen=True)
@@ -266,49 +234,6 @@ class CompartmentResult:
                 "force_vector_N": self.force.tolist(), "centre_of_pressure_m": self.centre_of_pressure.tolist()}
 
 
-@jit
-def _resultants(p: np.ndarray, area: np.ndarray, at: np.ndarray, normal: np.ndarray, V: np.ndarray, W: np.ndarray,
-                dissipation: float, friction: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
-    """Net force (N) and torque about the origin (N m) of element forces ``p[m] area[m]`` along
-    ``normal[m]`` at ``at[m]`` (principle of replacement), the load ``sum p A`` (N) and the centre of
-    pressure (m; NaN without load). Where the moving body's material moves at ``V + W x at[m]``
-    (m/s) relative to the fixed body's: each element's normal force times ``1 + 3/2 c d'`` (``c``
-    = ``dissipation``, s/m; ``d' = -v . n`` the rate of interpenetration; never pulling), and with
-    ``friction`` (:attr:`simclient.contact.Friction.packed`; empty: none) a force ``mu(|v_s|)``
-    times that against the element's slip ``v_s`` (Simbody's elastic foundation, element by element)."""
-    F, T, cop = np.zeros(3), np.zeros(3), np.zeros(3)
-    load = 0.0
-    moving = dissipation != 0.0 or friction.shape[0] > 0
-    for m in range(p.shape[0]):
-        pa = p[m] * area[m]
-        n0, n1, n2 = normal[m, 0], normal[m, 1], normal[m, 2]
-        c0, c1, c2 = at[m, 0], at[m, 1], at[m, 2]
-        cop[0] += c0 * pa
-        cop[1] += c1 * pa
-        cop[2] += c2 * pa
-        load += pa
-        f0, f1, f2 = pa * n0, pa * n1, pa * n2
-        if moving:
-            v0 = V[0] + W[1] * c2 - W[2] * c1
-            v1 = V[1] + W[2] * c0 - W[0] * c2
-            v2 = V[2] + W[0] * c1 - W[1] * c0
-            vn = v0 * n0 + v1 * n1 + v2 * n2
-            fn = max(pa * (1.0 - 1.5 * dissipation * vn), 0.0)
-            f0, f1, f2 = fn * n0, fn * n1, fn * n2
-            s0, s1, s2 = v0 - vn * n0, v1 - vn * n1, v2 - vn * n2
-            slip = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
-            if friction.shape[0] > 0 and slip > 0.0:
-                ft = friction_coefficient(friction, slip) * fn / slip
-                f0, f1, f2 = f0 - ft * s0, f1 - ft * s1, f2 - ft * s2
-        F[0] += f0
-        F[1] += f1
-        F[2] += f2
-        T[0] += c1 * f2 - c2 * f1
-        T[1] += c2 * f0 - c0 * f2
-        T[2] += c0 * f1 - c1 * f0
-    return F, T, load, cop / load if load > 0 else np.full(3, np.nan)
-
-
 _STILL = (np.zeros(3), np.zeros(3))
 _NO_FRICTION = np.zeros(0)
 _GAUSS_LEGENDRE = np.polynomial.legendre.leggauss(8)  # nodes on [-1, 1] and weights of layer_energy
@@ -338,8 +263,10 @@ def layer_result(contact: ElementContact, layer: LayerLaw, velocity: tuple[np.nd
         # (u, v) offsets of each element's centre of pressure, in element spacings, onto its edges
         off = ps @ SUB_OFFSETS / np.maximum(ps.sum(axis=1), 1e-300)[:, None]
         at = g.centre[a] + np.einsum("mi,mij->mj", off, g.edges[a])
-    F, T, load, cop = _resultants(pa, g.area[a], np.ascontiguousarray(at), contact.normal, *velocity, float(dissipation),
-                                  _NO_FRICTION if friction is None else friction.packed)
+    V, W = (np.ascontiguousarray(x, dtype=float) for x in velocity)
+    F, T, load, cop = resultants(np.ascontiguousarray(pa, dtype=float), g.area[a], np.ascontiguousarray(at),
+                                 np.ascontiguousarray(contact.normal, dtype=float), V, W, float(dissipation),
+                                 _NO_FRICTION if friction is None else friction.packed)
     area = float(g.area[a] @ share)
     p = np.where(g.usable, 0.0, np.nan)
     p[a] = pa

@@ -23,40 +23,17 @@ rolling friction.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from simclient.contact._laws import ContactForce
 from simclient.contact._point import Contact
+from simclient.contact._rules import friction_coefficient, friction_force
 from simclient.errors import ParameterError, nonnegative
-from simclient.geometry import jit
 
-__all__ = ["Friction", "friction_coefficient", "checked_friction", "FRICTION_PARAMS_SIZE"]
-
-#: parameters of the compiled form (:attr:`Friction.packed`): mu_s, mu_d, mu_v (s/m), v_t (m/s)
-FRICTION_PARAMS_SIZE = 4
-
-
-@jit
-def _step5(z: float) -> float:
-    return z * z * z * (10.0 + z * (6.0 * z - 15.0))
-
-
-@jit
-def friction_coefficient(p: np.ndarray, slip: float) -> float:
-    """The coefficient of friction (dimensionless) at slip speed ``slip`` (m/s, >= 0) for the
-    parameters ``p = (mu_s, mu_d, mu_v, v_t)`` (:attr:`Friction.packed`). The one implementation:
-    :class:`Friction` and the compiled right-hand side call it."""
-    x = slip / p[3]
-    if x >= 3.0:
-        dry = p[1]
-    elif x >= 1.0:
-        dry = p[0] - (p[0] - p[1]) * _step5(0.5 * (x - 1.0))
-    else:
-        dry = p[0] * _step5(x)
-    return dry + p[2] * slip
+__all__ = ["Friction", "checked_friction"]
 
 
 @dataclass(frozen=True)
@@ -81,9 +58,9 @@ class Friction:
             raise ParameterError(f"friction: the static coefficient ({self.static}) is below the dynamic one "
                                  f"({self.dynamic})")
 
-    @property
+    @cached_property
     def packed(self) -> np.ndarray:
-        """``(mu_s, mu_d, mu_v, v_t)``: the compiled form (:func:`friction_coefficient`)."""
+        """``(mu_s, mu_d, mu_v, v_t)``: the compiled form (:func:`simclient.contact.friction_force`)."""
         return np.array([self.static, self.dynamic, self.viscous, self.transition_velocity])
 
     def coefficient(self, slip: float) -> float:
@@ -94,13 +71,9 @@ class Friction:
         """``force`` (a law's, for ``contact``) with this friction added, both forces at the
         middle of the indentation; ``velocity`` is ``v_i - v_j`` (m/s, global) of the bodies'
         material points there. The friction's power is negative (it only dissipates)."""
-        n = contact.normal
-        fn = float(force.force @ n)
-        slip = velocity - (velocity @ n) * n
-        speed = math.sqrt(float(slip @ slip))
-        total = force.force
-        if speed > 0.0 and fn > 0.0:
-            total = total - (self.coefficient(speed) * fn / speed) * slip
+        n = np.ascontiguousarray(contact.normal)
+        total = np.array(force.force, dtype=float)
+        friction_force(self.packed, n, np.ascontiguousarray(velocity, dtype=float), float(total @ n), total)
         middle = contact.middle
         return ContactForce(total, middle, middle, force.moment, force.elastic_energy, float(total @ velocity))
 

@@ -26,72 +26,17 @@ from typing import Any
 
 import numpy as np
 
+from simclient.contact._names import DAMPING, LAW_NAMES
 from simclient.contact._point import Contact
 from simclient.errors import ContactError, ParameterError
-from simclient.geometry import jit
+from simclient.contact._rules import law_force, step
+from simclient.geometry import layout as L
 
 __all__ = ["ContactForce", "ForceLaw", "HertzianLaw", "ViscoelasticLaw", "DoubleLayer", "PenaltyStep", "step", "LAWS",
-           "DAMPING",
-           "make_law", "hertz_stiffness", "Material", "MATERIALS", "law_force", "LAW_PARAMS_SIZE"]
-
-#: Damping factor D(c_r) of each law of Table 5.4.
-DAMPING: dict[str, Callable[[float], float]] = {
-    "hertz": lambda cr: 0.0,
-    "hunt-crossley": lambda cr: 3 * (1 - cr) / 2,
-    "herbert-mcwhannell": lambda cr: 6 * (1 - cr) / ((2 * cr - 1) ** 2 + 3),
-    "lee-wang": lambda cr: 3 * (1 - cr) / 4,
-    "lankarani-nikravesh": lambda cr: 3 * (1 - cr**2) / 4,
-    "gonthier": lambda cr: (1 - cr**2) / cr,
-    "zhiying-qishao": lambda cr: 3 * (1 - cr**2) * math.exp(2 * (1 - cr)) / 4,
-    "flores": lambda cr: 8 * (1 - cr) / (5 * cr),
-}
-
-
-@jit
-def step(a: float, x1: float, y1: float, x2: float, y2: float) -> float:
-    """The cubic STEP of multibody codes (Markus et al. 2019 eq. 8, with the continuity correction:
-    the printed middle branch has ``x2 - x1`` where ``y2 - y1`` belongs): ``y1`` for ``a <= x1``,
-    ``y1 + (y2 - y1) z^2 (3 - 2 z)`` with ``z = (a - x1) / (x2 - x1)`` between, ``y2`` for
-    ``a >= x2``; C1 (zero slope at both ends)."""
-    if a <= x1:
-        return y1
-    if a >= x2:
-        return y2
-    z = (a - x1) / (x2 - x1)
-    return y1 + (y2 - y1) * z * z * (3.0 - 2.0 * z)
-
-
-# the compiled laws (:func:`law_force`): a kind and LAW_PARAMS_SIZE parameters
-_HERTZIAN, _DOUBLE_LAYER, _PENALTY_STEP = 1, 2, 3
-LAW_PARAMS_SIZE = 5
-
-
-@jit
-def law_force(kind: int, p: np.ndarray, delta: float, delta_dot: float, delta_dot0: float) -> float:
-    """Normal force (N) of a compiled law (see :attr:`ForceLaw.packed`) at indentation ``delta``
-    (m), rate ``delta_dot`` (m/s) and impact velocity ``delta_dot0`` (m/s); NaN where a
-    dissipative law has no positive impact velocity. The one implementation of these laws: the
-    Python objects call it too."""
-    if delta <= 0.0:
-        return 0.0
-    if kind == _HERTZIAN:  # p = K, n, D
-        elastic = p[0] * delta ** p[1]
-        if p[2] == 0.0:
-            return elastic
-        if delta_dot0 <= 0.0:
-            return math.nan
-        return max(0.0, elastic * (1.0 + p[2] * delta_dot / delta_dot0))
-    if kind == _DOUBLE_LAYER:  # p = K1, K2, h1, n
-        if delta <= p[2]:
-            return p[0] * delta ** p[3]
-        return p[0] * p[2] ** p[3] + p[1] * (delta - p[2]) ** p[3]
-    if kind == _PENALTY_STEP:  # p = K, n, d_max, c_max
-        return max(0.0, p[0] * delta ** p[1] + step(delta, 0.0, 0.0, p[2], p[3]) * delta_dot)
-    return math.nan
-
+           "make_law", "hertz_stiffness", "Material", "MATERIALS", "law_force"]
 
 def _packed(kind: int, *values: float) -> tuple[int, np.ndarray]:
-    p = np.zeros(LAW_PARAMS_SIZE)
+    p = np.zeros(L.LAW_PARAMS_SIZE)
     p[:len(values)] = values
     return kind, p
 
@@ -196,10 +141,10 @@ class HertzianLaw(ForceLaw):
 
     @cached_property
     def packed(self) -> tuple[int, np.ndarray]:
-        return _packed(_HERTZIAN, self.K, self.n, self.damping)
+        return _packed(L.LAW_HERTZIAN, self.K, self.n, self.damping)
 
     def normal_force(self, delta: float, delta_dot: float, delta_dot0: float) -> float:
-        f = law_force(_HERTZIAN, self.packed[1], delta, delta_dot, delta_dot0)
+        f = law_force(L.LAW_HERTZIAN, self.packed[1], delta, delta_dot, delta_dot0)
         if math.isnan(f):
             raise ContactError(f"{self.name}: the impact velocity must be positive, got {delta_dot0}")
         return f
@@ -276,10 +221,10 @@ class DoubleLayer(ForceLaw):
 
     @cached_property
     def packed(self) -> tuple[int, np.ndarray]:
-        return _packed(_DOUBLE_LAYER, self.K1, self.K2, self.h1, self.n)
+        return _packed(L.LAW_DOUBLE_LAYER, self.K1, self.K2, self.h1, self.n)
 
     def normal_force(self, delta: float, delta_dot: float, delta_dot0: float) -> float:
-        return law_force(_DOUBLE_LAYER, self.packed[1], delta, delta_dot, delta_dot0)
+        return law_force(L.LAW_DOUBLE_LAYER, self.packed[1], delta, delta_dot, delta_dot0)
 
     def elastic_energy(self, delta: float) -> float:
         if delta <= 0.0:
@@ -312,10 +257,10 @@ class PenaltyStep(ForceLaw):
 
     @cached_property
     def packed(self) -> tuple[int, np.ndarray]:
-        return _packed(_PENALTY_STEP, self.K, self.n, self.d_max, self.c_max)
+        return _packed(L.LAW_PENALTY_STEP, self.K, self.n, self.d_max, self.c_max)
 
     def normal_force(self, delta: float, delta_dot: float, delta_dot0: float) -> float:
-        return law_force(_PENALTY_STEP, self.packed[1], delta, delta_dot, delta_dot0)
+        return law_force(L.LAW_PENALTY_STEP, self.packed[1], delta, delta_dot, delta_dot0)
 
     def elastic_energy(self, delta: float) -> float:
         return self.K * max(delta, 0.0) ** (self.n + 1) / (self.n + 1)
@@ -351,6 +296,7 @@ def _penalty_step(K: float, cr: float = 1.0, n: float = 1.5, d_max: float = 1e-4
 #: every law by name: a factory ``(K, cr=, n=, **params) -> ForceLaw``
 LAWS: dict[str, Callable[..., ForceLaw]] = {**{name: _hertzian(name) for name in DAMPING},
                                             "double-layer": _double_layer, "penalty-step": _penalty_step}
+assert tuple(LAWS) == LAW_NAMES
 
 
 def make_law(name: str, K: float, cr: float = 1.0, n: float = 1.5, **params: Any) -> ForceLaw:

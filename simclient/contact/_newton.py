@@ -1,28 +1,25 @@
-"""Compiled (numba) common-normal contact solve between two storage windows.
+"""Compiled common-normal contact solves between two storage windows (kernels).
 
 :func:`solve_contact` is a damped Newton solve of the common-normal conditions (thesis
 6.19-6.20, 5.19-5.20) in the parameters of both surfaces, reading both windows' buffers through
-:func:`simclient.geometry.evaluate`; its packed arguments are laid out as
-:mod:`simclient.geometry.layout` says. Its outcome is a :class:`ContactStatus`.
+:func:`simclient.geometry.evaluate`; :func:`solve_profile_contact` is its planar form (thesis
+5.19-5.20) for two profiles. Their packed arguments are laid out as :mod:`simclient.geometry.layout`
+says; their outcome is a :class:`ContactStatus`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from enum import IntEnum
-from typing import Any, cast
+from typing import cast
 
-import numba as nb
 import numpy as np
-from numba.core import cgutils, types
-from numba.extending import intrinsic
 
-from simclient.geometry import OUTSIDE_TABLE, OUTSIDE_WINDOW, evaluate, inline, jit, locate
 from simclient.geometry import layout as L
-from surfacestore.format import NFIELDS
+from simclient.geometry._interpolation import OUTSIDE_TABLE, OUTSIDE_WINDOW, evaluate, locate
+from simclient.geometry.kernels import address_array, helper, kernel
 
-__all__ = ["ContactStatus", "solve_contact", "solve_contacts", "solve_warm"]
+__all__ = ["ContactStatus", "solve_contact", "solve_contacts", "solve_warm", "solve_profile_contact", "pair_arrays"]
 
 
 class ContactStatus(IntEnum):
@@ -59,19 +56,19 @@ _DESCRIPTIONS = {
     ContactStatus.SINGULAR_POINT_J: "reached a singular point of table j's parametrization (a pole: its tangents "
                                     "vanish or are parallel; parametrize it so that no contact region holds one)",
 }
-# plain ints inside the compiled code
+# int64 inside the compiled code (not literals: a variable takes several of them)
 (CONVERGED, NOT_CONVERGED, SINGULAR, LEFT_WINDOW_I, LEFT_WINDOW_J, LEFT_TABLE_I, LEFT_TABLE_J, NORMALS_ALIGNED,
- NEEDS_UPDATE, SINGULAR_POINT_I, SINGULAR_POINT_J) = (int(s) for s in ContactStatus)
+ NEEDS_UPDATE, SINGULAR_POINT_I, SINGULAR_POINT_J) = cast("tuple[int, ...]", tuple(np.int64(s) for s in ContactStatus))
 
 
-@jit
+@helper(inline=True)
 def pair_windows(ints: np.ndarray, flts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A pair's window parameters in its work arrays: ``(ip_i, fp_i, ip_j, fp_j)``."""
     return (ints[L.PAIR_IP_I:L.PAIR_IP_I + L.IP_SIZE], flts[L.PAIR_FP_I:L.PAIR_FP_I + L.FP_SIZE],
             ints[L.PAIR_IP_J:L.PAIR_IP_J + L.IP_SIZE], flts[L.PAIR_FP_J:L.PAIR_FP_J + L.FP_SIZE])
 
 
-@inline
+@helper(inline=True)
 def outside_quiet(ints: np.ndarray, flts: np.ndarray, x: np.ndarray) -> bool:
     """The thesis' update rule, fast path: with the check on, is a guess outside its window's
     quiet records (then the rule must run before solving)?"""
@@ -82,7 +79,7 @@ def outside_quiet(ints: np.ndarray, flts: np.ndarray, x: np.ndarray) -> bool:
                 and flts[j + 1] <= x[3] < flts[j + 3])
 
 
-@inline
+@helper(inline=True)
 def iterate_left(ints: np.ndarray, flts: np.ndarray, u_i: float, v_i: float, u_j: float, v_j: float) -> int:
     """The status of an iterate ``(u_i, v_i, u_j, v_j)`` outside a table or a window of the pair
     (tables first: no window can hold it), or -1 while it lies inside both windows."""
@@ -99,30 +96,21 @@ def iterate_left(ints: np.ndarray, flts: np.ndarray, u_i: float, v_i: float, u_j
     return -1
 
 
-# The solve's scratch space (``work``), by offset: the kernels below pass ``work`` whole with
-# offsets, never a view of it (every view costs two atomic reference-count updates, and in a solve
-# of about a microsecond those were half of the time).
-_GI = L.OUT_SIZE + L.EV_SIZE  # both surfaces' evaluations in the global frame
-_GJ = _GI + L.EV_SIZE
-_F = _GJ + L.EV_SIZE  # the conditions at x
-_FN = _F + 4  # ... at the trial point
-_J = _FN + 4  # their Jacobian, row-major
-_DX = _J + 16  # the Newton step
-_XN = _DX + 4  # the trial point
-_MJ = _XN + 4  # m_j = T_uj x T_vj
-_MU = _MJ + 3  # its derivatives along u_j (two terms) ...
-_MV = _MU + 6  # ... and v_j
+# The solve's scratch space (``work``), by offset (simclient.geometry.layout's SOLVE_*): the kernels
+# below pass ``work`` whole with offsets, never a view of it (every view costs two atomic
+# reference-count updates, and in a solve of about a microsecond those were half of the time).
+_GI, _GJ, _F, _FN, _J, _DX, _XN = L.SOLVE_GI, L.SOLVE_GJ, L.SOLVE_F, L.SOLVE_FN, L.SOLVE_J, L.SOLVE_DX, L.SOLVE_XN
+_MJ, _MU, _MV = L.SOLVE_MJ, L.SOLVE_MU, L.SOLVE_MV
 _EVI, _EVJ, _KEY = L.PAIR_EV_I, L.PAIR_EV_J, L.PAIR_KEY  # the surfaces' evaluations (own frames), their key
-assert _MV + 6 <= L.PAIR_EV_I
 
 
-@inline
+@helper(inline=True)
 def _rot(R: np.ndarray, x: np.ndarray, o: int, out: np.ndarray, p: int) -> None:
     for r in range(3):
         out[p + r] = R[r, 0] * x[o] + R[r, 1] * x[o + 1] + R[r, 2] * x[o + 2]
 
 
-@inline
+@helper(inline=True)
 def _global(w: np.ndarray, ev: int, R: np.ndarray, c: np.ndarray, g: int) -> None:
     """Rotate every vector of the evaluation at ``w[ev:]`` into the global frame at ``w[g:]``;
     translate the position."""
@@ -132,12 +120,12 @@ def _global(w: np.ndarray, ev: int, R: np.ndarray, c: np.ndarray, g: int) -> Non
         w[g + L.EV_S + r] += c[r]
 
 
-@inline
+@helper(inline=True)
 def _dot(a: np.ndarray, o: int, b: np.ndarray, p: int) -> float:
     return a[o] * b[p] + a[o + 1] * b[p + 1] + a[o + 2] * b[p + 2]
 
 
-@inline
+@helper(inline=True)
 def _solve4(w: np.ndarray, A: int, b: int, x: int) -> bool:
     """Solve A x = b (4 x 4, all in ``w`` at these offsets, A row-major) by Gaussian elimination
     with partial pivoting, in place (A and b are overwritten); False if singular."""
@@ -170,15 +158,15 @@ def _solve4(w: np.ndarray, A: int, b: int, x: int) -> bool:
     return True
 
 
-@inline
+@helper(inline=True)
 def _cross(a: np.ndarray, o: int, b: np.ndarray, p: int, out: np.ndarray, q: int) -> None:
     out[q] = a[o + 1] * b[p + 2] - a[o + 2] * b[p + 1]
     out[q + 1] = a[o + 2] * b[p] - a[o] * b[p + 2]
     out[q + 2] = a[o] * b[p + 1] - a[o + 1] * b[p]
 
 
-@inline
-def _surfaces(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: np.ndarray, mode: int, w: np.ndarray,
+@helper(inline=True)
+def _surfaces(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: np.ndarray, w: np.ndarray,
               u_i: float, v_i: float, u_j: float, v_j: float) -> None:
     """Both surfaces at ``(u_i, v_i, u_j, v_j)`` in their own frames into ``w`` at ``_EVI``,
     ``_EVJ``, unless they hold them already (the key at ``_KEY``: the parameters and both windows'
@@ -189,14 +177,14 @@ def _surfaces(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: np.n
             and w[_KEY + 4] == ints[a + L.IP_I_LO] and w[_KEY + 5] == ints[a + L.IP_J_LO]
             and w[_KEY + 6] == ints[b + L.IP_I_LO] and w[_KEY + 7] == ints[b + L.IP_J_LO]):
         return
-    evaluate(buf_i, ints, flts, u_i, v_i, mode, w, a, L.PAIR_FP_I, _EVI)
-    evaluate(buf_j, ints, flts, u_j, v_j, mode, w, b, L.PAIR_FP_J, _EVJ)
+    evaluate(buf_i, ints, flts, u_i, v_i, w, a, L.PAIR_FP_I, _EVI)
+    evaluate(buf_j, ints, flts, u_j, v_j, w, b, L.PAIR_FP_J, _EVJ)
     w[_KEY], w[_KEY + 1], w[_KEY + 2], w[_KEY + 3] = u_i, v_i, u_j, v_j
     w[_KEY + 4], w[_KEY + 5] = ints[a + L.IP_I_LO], ints[a + L.IP_J_LO]
     w[_KEY + 6], w[_KEY + 7] = ints[b + L.IP_I_LO], ints[b + L.IP_J_LO]
 
 
-@inline
+@helper(inline=True)
 def _singular_point(w: np.ndarray, g: int, du: float, dv: float) -> bool:
     """Whether the evaluation at ``w[g:]`` (global frame) lies at a singular point of its surface's
     parametrization: the grid cell there, spanned by ``T_u du`` and ``T_v dv``, has no area beside
@@ -210,7 +198,7 @@ def _singular_point(w: np.ndarray, g: int, du: float, dv: float) -> bool:
     return c0 * c0 + c1 * c1 + c2 * c2 <= 1e-12 * side2 * side2
 
 
-@inline
+@helper(inline=True)
 def _residual(R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, flts: np.ndarray, w: np.ndarray,
               F: int) -> float:
     """Both surfaces' evaluations in the global frame and the conditions at ``w[F:F + 4]``;
@@ -233,7 +221,11 @@ def _residual(R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray
             + (w[F + 2] ** 2 / _dot(w, tuj, w, tuj) + w[F + 3] ** 2 / _dot(w, tvj, w, tvj)) / cell2)
 
 
-@jit
+_SOLVE = ("UniTuple(i8, 2)(f8[:, :, ::1], f8[:, :, ::1], i8[::1], f8[::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[::1], "
+          "f8[::1], f8[::1])")
+
+
+@kernel(_SOLVE)
 def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: np.ndarray, R_i: np.ndarray,
                   c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, x: np.ndarray,
                   work: np.ndarray) -> tuple[int, int]:
@@ -241,7 +233,7 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
 
     Arguments are packed to keep the call cheap (numba checks the type of every argument), as
     :mod:`simclient.geometry.layout` lays them out: ``ints`` (both windows' ``ip``, the
-    interpolation mode, ``max_iter``, ``check``) and ``flts`` (both windows' ``fp``, ``tol``,
+    ``max_iter``, ``check``) and ``flts`` (both windows' ``fp``, ``tol``,
     ``max_step``, both quiet boxes). With ``check`` set,
     a guess outside a window's quiet box (``u_lo, v_lo, u_hi, v_hi``: the records where the update
     rule has nothing to do) returns ``NEEDS_UPDATE`` at once. Surface poses ``(R, c)``: a table point ``s``
@@ -272,7 +264,7 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
     Returns ``(status, iterations)``, status a :class:`ContactStatus` value.
     """
     w = work
-    mode, max_iter = ints[L.PAIR_MODE], ints[L.PAIR_MAX_ITER]
+    max_iter = ints[L.PAIR_MAX_ITER]
     tol, max_step = flts[L.PAIR_TOL], flts[L.PAIR_MAX_STEP]
     if outside_quiet(ints, flts, x):
         return NEEDS_UPDATE, 0
@@ -281,7 +273,7 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
     gi, gj = _GI, _GJ
     status = NOT_CONVERGED
     it = 0
-    _surfaces(buf_i, buf_j, ints, flts, mode, w, x[0], x[1], x[2], x[3])
+    _surfaces(buf_i, buf_j, ints, flts, w, x[0], x[1], x[2], x[3])
     f2 = _residual(R_i, c_i, R_j, c_j, flts, w, _F)
     while it < max_iter:
         it += 1
@@ -324,7 +316,7 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
         for _ in range(7):
             for r in range(4):
                 w[_XN + r] = x[r] + lam * w[_DX + r]
-            _surfaces(buf_i, buf_j, ints, flts, mode, w, w[_XN], w[_XN + 1], w[_XN + 2], w[_XN + 3])
+            _surfaces(buf_i, buf_j, ints, flts, w, w[_XN], w[_XN + 1], w[_XN + 2], w[_XN + 3])
             fn2 = _residual(R_i, c_i, R_j, c_j, flts, w, _FN)
             # Newton steps may raise the merit for a while before converging fast: only a step
             # that makes it a hundred times worse is shortened (the trust region bounds the rest)
@@ -360,33 +352,22 @@ def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: 
     return status, it
 
 
-@intrinsic
-def _as_void_pointer(typingctx, address):
-    """An integer address as a ``void *`` (for :func:`numba.carray`)."""
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], cgutils.voidptr_t)
-    return types.voidptr(address), codegen
-
-
-_void_pointer = cast("Callable[[int], Any]", _as_void_pointer)  # (its signature inside compiled code)
-
-
-@inline
+@helper(inline=True)
 def pair_arrays(pair: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A pair's arrays (both windows' buffers, ``ints``, ``work``) from the address of its ``ints``,
     which holds the others' addresses: the fast path's call passes one integer instead of four
     arrays (numba wraps every array argument in a new reference-counted record, a fifth of a warm
     evaluation). The pair owns the arrays and keeps them alive; they are C-contiguous, of the
     layout's sizes and never reallocated."""
-    ints = nb.carray(_void_pointer(pair), L.PAIR_INTS_SIZE, np.int64)
-    shape_i = (ints[L.PAIR_IP_I + L.IP_BU], ints[L.PAIR_IP_I + L.IP_BV], NFIELDS)
-    shape_j = (ints[L.PAIR_IP_J + L.IP_BU], ints[L.PAIR_IP_J + L.IP_BV], NFIELDS)
-    return (nb.carray(_void_pointer(ints[L.PAIR_BUFFER_I]), shape_i, np.float64),
-            nb.carray(_void_pointer(ints[L.PAIR_BUFFER_J]), shape_j, np.float64), ints,
-            nb.carray(_void_pointer(ints[L.PAIR_WORK]), L.PAIR_WORK_SIZE, np.float64))
+    ints = address_array(pair, L.PAIR_INTS_SIZE, np.int64)
+    shape_i = (ints[L.PAIR_IP_I + L.IP_BU], ints[L.PAIR_IP_I + L.IP_BV], L.NFIELDS)
+    shape_j = (ints[L.PAIR_IP_J + L.IP_BU], ints[L.PAIR_IP_J + L.IP_BV], L.NFIELDS)
+    return (address_array(ints[L.PAIR_BUFFER_I], shape_i, np.float64),
+            address_array(ints[L.PAIR_BUFFER_J], shape_j, np.float64), ints,
+            address_array(ints[L.PAIR_WORK], L.PAIR_WORK_SIZE, np.float64))
 
 
-@jit
+@kernel("UniTuple(i8, 2)(i8, f8[:, ::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], b1)")
 def solve_warm(pair: int, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, data: np.ndarray,
                check: bool) -> tuple[int, int]:
     """:func:`solve_contact` from the pair's warm start, a contact evaluation in one compiled call
@@ -411,23 +392,132 @@ def solve_warm(pair: int, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j
     return status, it
 
 
-@jit
-def solve_contacts(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: np.ndarray, R_i: np.ndarray,
-                   c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, x: np.ndarray, work: np.ndarray, first: int,
+@kernel("i8(i8, f8[:, :, ::1], f8[:, ::1], f8[:, :, ::1], f8[:, ::1], i8, i8[::1], f8[:, ::1])")
+def solve_contacts(pair: int, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, first: int,
                    status: np.ndarray, data: np.ndarray) -> int:
     """:func:`solve_contact` along a sequence of poses ``(R_i[k], c_i[k], R_j[k], c_j[k])`` from
-    ``first`` on, each warm-started from the last converged solution ``x``: statuses and the
-    contacts' data (``CONTACT_SIZE`` values: output and solution) into ``status`` and ``data`` row
-    k. Returns the number of poses, or the index of the first pose that needs the caller (a window
-    to move, a solve that did not converge from its warm start: :meth:`ContactPair.detect` decides)."""
+    ``first`` on, each warm-started from the last converged solution (the pair's warm start, the
+    address of its ``ints`` as for :func:`solve_warm`): statuses and the contacts' data
+    (``CONTACT_SIZE`` values: output and solution) into ``status`` and ``data`` row k. Returns the
+    number of poses, or the index of the first pose that needs the caller (a window to move, a
+    solve that did not converge from its warm start: :meth:`ContactPair.detect` decides)."""
+    buf_i, buf_j, ints, work = pair_arrays(pair)
+    flts = work[L.PAIR_FLTS:L.PAIR_FLTS + L.PAIR_FLTS_SIZE]
+    x = work[L.PAIR_X:L.PAIR_X + 4]
     xk = np.empty(4)
     for k in range(first, len(c_i)):
         xk[:] = x
-        code, _ = solve_contact(buf_i, buf_j, ints, flts, R_i[k], c_i[k], R_j[k], c_j[k], xk, work)
+        code, it = solve_contact(buf_i, buf_j, ints, flts, R_i[k], c_i[k], R_j[k], c_j[k], xk, work)
         if code != CONVERGED:
             return k
+        ints[L.PAIR_EVALUATIONS] += 1
+        ints[L.PAIR_ITERATIONS] += it
         status[k] = code
         data[k, :L.OUT_SIZE] = work[:L.OUT_SIZE]
         data[k, L.CONTACT_X:L.CONTACT_X + 4] = xk
         x[:] = xk
     return len(c_i)
+
+
+@helper
+def _curve(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, theta: float, v: float, R: np.ndarray,
+           c: np.ndarray, ev: np.ndarray, g: np.ndarray) -> None:
+    """Point, tangent and the tangent's derivative of a profile at ``theta`` (global, planar):
+    ``g = (P (0:2), t (2:4), t' (4:6))``."""
+    evaluate(buf, ip, fp, theta, v, ev, 0, 0, 0)
+    for o, k in ((0, L.EV_S), (2, L.EV_TU), (4, L.EV_TUU)):
+        g[o] = R[0, 0] * ev[k] + R[0, 1] * ev[k + 1]
+        g[o + 1] = R[1, 0] * ev[k] + R[1, 1] * ev[k + 1]
+    g[0] += c[0]
+    g[1] += c[1]
+
+
+@helper(inline=True)
+def _conditions(gi: np.ndarray, gj: np.ndarray, sj: float, F: np.ndarray) -> float:
+    """F = (m_j . t_i, d . t_j); returns the merit (angle^2 + distance^2 in cells of i)."""
+    mx, my = sj * gj[3], -sj * gj[2]
+    dx, dy = gj[0] - gi[0], gj[1] - gi[1]
+    F[0] = mx * gi[2] + my * gi[3]
+    F[1] = dx * gj[2] + dy * gj[3]
+    ti2 = gi[2] * gi[2] + gi[3] * gi[3]
+    tj2 = gj[2] * gj[2] + gj[3] * gj[3]
+    return F[0] * F[0] / (tj2 * ti2) + F[1] * F[1] / (tj2 * ti2)
+
+
+@kernel(_SOLVE)
+def solve_profile_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: np.ndarray,
+                          R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, x: np.ndarray,
+                          work: np.ndarray) -> tuple[int, int]:
+    """The 2D common-normal solve: same arguments and outputs as
+    :func:`simclient.contact.solve_contact` (``x = (theta_i, v_i, theta_j, v_j)``, the v's fixed)."""
+    ip_i, fp_i, ip_j, fp_j = pair_windows(ints, flts)
+    max_iter = ints[L.PAIR_MAX_ITER]
+    tol, max_step = flts[L.PAIR_TOL], flts[L.PAIR_MAX_STEP]
+    if outside_quiet(ints, flts, x):
+        return NEEDS_UPDATE, 0
+    out = work[0:L.OUT_SIZE]
+    ev = work[L.PROFILE_EV:L.PROFILE_EV + L.EV_SIZE]
+    gi, gj = work[L.PROFILE_GI:L.PROFILE_GI + 6], work[L.PROFILE_GJ:L.PROFILE_GJ + 6]
+    F = work[L.PROFILE_F:L.PROFILE_F + 2]
+    si, sj = fp_i[L.FP_NORMAL_SIGN], fp_j[L.FP_NORMAL_SIGN]
+    hi, hj = fp_i[L.FP_DU], fp_j[L.FP_DU]
+    status = NOT_CONVERGED
+    it = 0
+    _curve(buf_i, ip_i, fp_i, x[0], x[1], R_i, c_i, ev, gi)
+    _curve(buf_j, ip_j, fp_j, x[2], x[3], R_j, c_j, ev, gj)
+    f2 = _conditions(gi, gj, sj, F)
+    while it < max_iter:
+        it += 1
+        dx, dy = gj[0] - gi[0], gj[1] - gi[1]
+        mx, my = sj * gj[3], -sj * gj[2]
+        a00 = mx * gi[4] + my * gi[5]
+        a01 = sj * (gj[5] * gi[2] - gj[4] * gi[3])
+        a10 = -(gi[2] * gj[2] + gi[3] * gj[3])
+        a11 = gj[2] * gj[2] + gj[3] * gj[3] + dx * gj[4] + dy * gj[5]
+        det = a00 * a11 - a01 * a10
+        if det == 0.0 or det != det:
+            status = SINGULAR
+            break
+        s0 = -(a11 * F[0] - a01 * F[1]) / det
+        s1 = -(-a10 * F[0] + a00 * F[1]) / det
+        m = max(abs(s0) / hi, abs(s1) / hj)
+        if m > max_step:
+            s0 *= max_step / m
+            s1 *= max_step / m
+            m = max_step
+        x0, x2 = x[0], x[2]
+        lam = 1.0
+        fn2 = f2
+        for _ in range(7):
+            x[0], x[2] = x0 + lam * s0, x2 + lam * s1
+            if iterate_left(ints, flts, x[0], x[1], x[2], x[3]) >= 0:
+                break
+            _curve(buf_i, ip_i, fp_i, x[0], x[1], R_i, c_i, ev, gi)
+            _curve(buf_j, ip_j, fp_j, x[2], x[3], R_j, c_j, ev, gj)
+            fn2 = _conditions(gi, gj, sj, F)
+            # a decrease of the merit, else backtrack: the tables' curvature is piecewise (it jumps
+            # between cells), and a full Newton step can cycle across a jump next to the solution
+            if fn2 < f2 or lam * m < tol:
+                break
+            lam *= 0.5
+        left = iterate_left(ints, flts, x[0], x[1], x[2], x[3])
+        if left >= 0:
+            status = left
+            break
+        f2 = fn2
+        if lam * m < tol or math.sqrt(f2) < tol:
+            status = CONVERGED
+            break
+    nj = math.hypot(gj[2], gj[3])
+    ni = math.hypot(gi[2], gi[3])
+    for r in range(L.OUT_SIZE):
+        out[r] = 0.0
+    out[L.OUT_PI], out[L.OUT_PI + 1] = gi[0], gi[1]
+    out[L.OUT_PJ], out[L.OUT_PJ + 1] = gj[0], gj[1]
+    out[L.OUT_N], out[L.OUT_N + 1] = sj * gj[3] / nj, -sj * gj[2] / nj
+    out[L.OUT_NI], out[L.OUT_NI + 1] = si * gi[3] / ni, -si * gi[2] / ni
+    out[L.OUT_DEPTH] = (gj[0] - gi[0]) * out[L.OUT_N] + (gj[1] - gi[1]) * out[L.OUT_N + 1]
+    out[L.OUT_RESIDUAL] = math.sqrt(f2)
+    if status == CONVERGED and out[L.OUT_N] * out[L.OUT_NI] + out[L.OUT_N + 1] * out[L.OUT_NI + 1] > 0.0:
+        status = NORMALS_ALIGNED
+    return status, it

@@ -19,13 +19,13 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy.spatial import cKDTree
-from scipy.spatial.transform import Rotation
 
+from simclient.contact._nearest import deepest
 from simclient.contact._newton import ContactStatus, solve_contact, solve_contacts, solve_warm
-from simclient.errors import ContactError, ParameterError
+from simclient.errors import ContactError, ParameterError, PointerError
 from simclient.geometry import StorageWindow
 from simclient.geometry import layout as L
+from simclient.geometry.kernels import CHECK
 from surfacestore.format import RecordBlock
 
 __all__ = ["Contact", "Contacts", "ContactPair"]
@@ -39,6 +39,12 @@ _CHECK, _X = L.PAIR_CHECK, L.CONTACT_X
 _CONTACT_SHAPE = (L.CONTACT_SIZE,)  # (a shape tuple: the cheapest np.empty)
 _EVALUATIONS, _ITERATIONS = L.PAIR_EVALUATIONS, L.PAIR_ITERATIONS
 _empty = np.empty
+_F8 = np.dtype(np.float64)
+
+
+def _f8(a: np.ndarray) -> np.ndarray:
+    """``a`` as the compiled calls take it: a C-contiguous float64 array (``a`` itself when it is one)."""
+    return a if type(a) is np.ndarray and a.dtype is _F8 and a.flags.c_contiguous else np.ascontiguousarray(a, _F8)
 #: most detections :meth:`ContactPair.place` makes (each moves the windows up to 8 times)
 PLACE_DETECTIONS = 8
 #: (rad) the largest turn of a surface between two poses of :meth:`ContactPair.place`'s continuation
@@ -163,17 +169,15 @@ class ContactPair:
         self.work = np.full(L.PAIR_WORK_SIZE, np.nan)
         self.flts = self.work[L.PAIR_FLTS:L.PAIR_FLTS + L.PAIR_FLTS_SIZE]
         self.ints = np.zeros(L.PAIR_INTS_SIZE, dtype=np.int64)
-        self.ints[[L.PAIR_MODE, L.PAIR_MAX_ITER, L.PAIR_CHECK]] = (window_i.mode, max_iter, 1)
+        self.ints[[L.PAIR_MAX_ITER, L.PAIR_CHECK]] = (max_iter, 1)
         self.flts[:] = 0.0
-        self.flts[L.PAIR_FP_I:L.PAIR_FP_I + L.FP_SIZE] = window_i.fp
-        self.flts[L.PAIR_FP_J:L.PAIR_FP_J + L.FP_SIZE] = window_j.fp
         self.flts[[L.PAIR_TOL, L.PAIR_MAX_STEP]] = (tol, max_step)
         self._vi = self._vj = -1  # the windows' versions the kernel's parameters were copied at
-        # the fast path's call takes the pair's arrays by address (they live as long as the pair: a
-        # window keeps its buffer for life, the pair its ints and work)
-        self.ints[[L.PAIR_BUFFER_I, L.PAIR_BUFFER_J, L.PAIR_WORK]] = (window_i.buffer.ctypes.data,
-                                                                      window_j.buffer.ctypes.data, self.work.ctypes.data)
-        self._address = self.ints.ctypes.data
+        # the compiled calls take the pair's arrays by address: the pair owns ints and work for life,
+        # and refresh() copies its windows' buffers' addresses each time a window changes
+        self.ints[L.PAIR_WORK] = self.work.ctypes.data
+        self.refresh()
+        self._address = self.address
         self._solve_warm = self.warm_kernel  # (an instance attribute: the cheapest look-up)
         self._followed: tuple[float, np.ndarray] | None = None  # (t, parameters) of the last follow()
         # the last converged parameters of follow() or place() and the surfaces' poses there
@@ -286,6 +290,8 @@ class ContactPair:
     def _continue(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> Contact:
         """:meth:`place`'s continuation from the last converged poses to these."""
         assert self._placed is not None
+        from scipy.spatial.transform import Rotation  # (a rare path: scipy only here)
+
         x0, (Ri0, ci0, Rj0, cj0) = self._placed
         turn_i = Rotation.from_matrix(R_i @ Ri0.T).as_rotvec()
         turn_j = Rotation.from_matrix(R_j @ Rj0.T).as_rotvec()
@@ -331,40 +337,66 @@ class ContactPair:
     def newton_iterations(self) -> int:
         return int(self.ints[_ITERATIONS])
 
-    def _sync(self) -> None:
-        """Copy the windows' current placement into the kernel's parameters."""
+    @property
+    def address(self) -> int:
+        """The address of the pair's ``ints``, by which compiled calls take all its arrays (both
+        windows' buffers, its work; see :mod:`simclient.geometry.layout`)."""
+        return int(self.ints.ctypes.data)
+
+    def refresh(self) -> None:
+        """Copy the windows' current placement, parameters and buffers' addresses into the
+        kernels' arrays: the one place that does, called whenever a window has changed (a move, a
+        prefetch, a new buffer) or the pair reads another window (an atlas's chart switch)."""
         wi, wj = self.wi, self.wj
         self.ints[L.PAIR_IP_I:L.PAIR_IP_I + L.IP_SIZE] = wi.ip
         self.ints[L.PAIR_IP_J:L.PAIR_IP_J + L.IP_SIZE] = wj.ip
+        self.flts[L.PAIR_FP_I:L.PAIR_FP_I + L.FP_SIZE] = wi.fp
+        self.flts[L.PAIR_FP_J:L.PAIR_FP_J + L.FP_SIZE] = wj.fp
         self.flts[L.PAIR_QUIET_I:L.PAIR_QUIET_I + 4] = wi.quiet
         self.flts[L.PAIR_QUIET_J:L.PAIR_QUIET_J + 4] = wj.quiet
+        self.ints[L.PAIR_BUFFER_I] = wi.buffer.ctypes.data
+        self.ints[L.PAIR_BUFFER_J] = wj.buffer.ctypes.data
         self._vi, self._vj = wi.version, wj.version
 
     def synced(self) -> bool:
-        """Whether the kernel's parameters hold the windows' current placement (else :meth:`_sync`)."""
+        """Whether the kernels' arrays hold the windows' current state (else :meth:`refresh`)."""
         return self.wi.version == self._vi and self.wj.version == self._vj
+
+    def check_pointers(self) -> None:
+        """(``SIMCLIENT_CHECK_POINTERS=1``: before every compiled call.) Each address the pair's
+        ``ints`` holds against the array it stands for, and the buffers' shapes against the windows'
+        parameters: :class:`simclient.errors.PointerError` naming the pair and the window where one
+        is stale (a kernel would read memory that is no longer the window's)."""
+        for which, window, slot, ip in (("i", self.wi, L.PAIR_BUFFER_I, L.PAIR_IP_I),
+                                         ("j", self.wj, L.PAIR_BUFFER_J, L.PAIR_IP_J)):
+            held, actual = int(self.ints[slot]), int(window.buffer.ctypes.data)
+            shape = (int(self.ints[ip + L.IP_BU]), int(self.ints[ip + L.IP_BV]))
+            if held != actual or shape != window.buffer.shape[:2]:
+                raise PointerError(f"contact {self.label}: window {which} ({window.name}): the pair holds buffer "
+                                   f"{held:#x} of {shape[0]} x {shape[1]} points, the window's is {actual:#x} of "
+                                   f"{window.buffer.shape[0]} x {window.buffer.shape[1]} (refresh() was not called "
+                                   "after the window changed)")
+        if int(self.ints[L.PAIR_WORK]) != int(self.work.ctypes.data):
+            raise PointerError(f"contact {self.label}: the pair's work address is stale")
 
     def _coarse(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> tuple[np.ndarray, float]:
         """For every point of window i the nearest point of window j: the pair of largest
         indentation along j's normal, as ``(u_i, v_i, u_j, v_j)``, and that indentation (m)."""
-        return self._deepest(self.wi.points(self.coarse_points).reshape(-1, self.wi.buffer.shape[-1]), R_i, c_i, R_j, c_j)
+        return self._deepest(self.wi.points(self.coarse_points).reshape(-1, L.NFIELDS), R_i, c_i, R_j, c_j)
 
     def _deepest(self, pi: np.ndarray, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray,
                  c_j: np.ndarray) -> tuple[np.ndarray, float]:
         """:meth:`_coarse` for the points ``pi`` of surface i (rows of a table's 14 values)."""
-        pj = self.wj.points(self.coarse_points).reshape(-1, self.wj.buffer.shape[-1])
-        with np.errstate(all="ignore"):
-            Pi = pi[:, 2:5] @ R_i.T + c_i
-            Pj = pj[:, 2:5] @ R_j.T + c_j
-            # (no neighbour is found for points that are not finite, or whose distance overflows)
-            k = cKDTree(Pj).query(Pi)[1] if np.isfinite(Pi).all() and np.isfinite(Pj).all() else None
-        if k is None or (k == len(Pj)).any():
+        pj = np.ascontiguousarray(self.wj.points(self.coarse_points).reshape(-1, L.NFIELDS))
+        pi = np.ascontiguousarray(pi)
+        pi, pj = pi[np.isfinite(pi[:, 2:5]).all(axis=1)], pj[np.isfinite(pj[:, 2:8]).all(axis=1)]  # (unfilled points)
+        f8 = [np.ascontiguousarray(x, dtype=float) for x in (R_i, c_i, R_j, c_j)]
+        a, b, depth = deepest(pi, f8[0], f8[1], pj, f8[2], f8[3]) if len(pi) and len(pj) else (-1, -1, math.nan)
+        if a < 0:
             raise ContactError(f"contact {self.label}: poses that put the surfaces' points at "
-                               f"non-finite coordinates or distances (c_i = {c_i.tolist()} m, c_j = {c_j.tolist()} m)")
-        Nj = pj[:, 5:8] @ R_j.T
-        depth = np.einsum("ij,ij->i", Pj[k] - Pi, Nj[k])
-        a = int(np.argmax(depth))
-        return np.array([pi[a, 0], pi[a, 1], pj[k[a], 0], pj[k[a], 1]]), float(depth[a])
+                               f"non-finite coordinates or distances (c_i = {np.asarray(c_i).tolist()} m, "
+                               f"c_j = {np.asarray(c_j).tolist()} m)")
+        return np.array([pi[a, 0], pi[a, 1], pj[b, 0], pj[b, 1]]), float(depth)
 
     def coarse_guess(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> np.ndarray:
         """Initial (u_i, v_i, u_j, v_j) from the windows' points (see :meth:`coarse_depth`)."""
@@ -387,13 +419,16 @@ class ContactPair:
         """
         # the hot path of every integrator stage: one compiled call from the warm start, the
         # general path only where it does not converge there (windows to move, a restart, failures)
+        R_i, c_i, R_j, c_j = _f8(R_i), _f8(c_i), _f8(R_j), _f8(c_j)
         data = _empty(_CONTACT_SHAPE)
         if self.wi.version == self._vi and self.wj.version == self._vj:  # (:meth:`synced`, inlined)
+            if CHECK:
+                self.check_pointers()
             code, it = self._solve_warm(self._address, R_i, c_i, R_j, c_j, data, update_windows)
             if code == _CONVERGED:
                 return Contact(_CONVERGED_STATUS, it, data)
         else:
-            self._sync()
+            self.refresh()
             code, it = -1, 0
         return self._solve(R_i, c_i, R_j, c_j, strict, update_windows, code, it, data)
 
@@ -421,7 +456,7 @@ class ContactPair:
                 # the thesis' rule for the guess (or the iterate that left a window), then solve
                 # again without the fast-path check (the rule may legitimately keep the window)
                 if wi.update(x[0], x[1]) | wj.update(x[2], x[3]):
-                    self._sync()
+                    self.refresh()
                 ints[_CHECK] = 0
                 code = -1
                 continue
@@ -462,14 +497,11 @@ class ContactPair:
             x = self.x
             if x is not None and self.batched:
                 if not self.synced():
-                    self._sync()
+                    self.refresh()
+                if CHECK:
+                    self.check_pointers()
                 self.ints[_CHECK] = 1 if update_windows else 0
-                done = solve_contacts(self.wi.buffer, self.wj.buffer, self.ints, self.flts, Ri, ci, Rj, cj, x,
-                                      self.work, k, status, data)
-                self.ints[_EVALUATIONS] += done - k
-                if done > k:
-                    self.x = x
-                k = done
+                k = solve_contacts(self.address, Ri, ci, Rj, cj, k, status, data)
                 if k == n:
                     break
             if update_windows:  # (the first pose may be far from the windows: after a run, its start)

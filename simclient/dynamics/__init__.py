@@ -11,57 +11,21 @@
   with analytic Jacobians), :class:`Revolute2D`, :class:`PrescribedMotion`, profile contacts
   (:class:`PlanarContact` on :class:`ProfileSurface`), :func:`spring_damper`.
 - Integration: :func:`simulate` (contact events, any :class:`System`), :func:`integrate` (any ODE),
-  :data:`METHODS`; :class:`CompiledDOP853` (``DOP853-jit``: DOP853 with compiled stages);
-  :class:`ForwardJacobian` (the Jacobian ``simulate`` gives the implicit methods);
-  :func:`ligament_forces` (ligament forces along a result's history, compiled).
+  :data:`METHODS`; :class:`Dop853` (``DOP853-jit``: the project's Dormand-Prince 8(5,3), its steps
+  compiled for a system that has a compiled form); :class:`RK4`; :class:`ForwardJacobian` (the
+  Jacobian ``simulate`` gives the implicit methods).
+- The compiled side: :func:`pack_system` (a system as the kernels take it, :class:`SystemPack`),
+  :func:`compile_system` (its :class:`CompiledSystem`, or why it has none), :func:`gap_probe`,
+  :func:`ligament_forces` (ligament tensions along a result's history, compiled); the rules they
+  share with the Python path: :func:`spring_force`, :func:`ligament_tension`.
+- :func:`find_root`, :func:`find_minimum`: Brent's methods on an interval (the events' roots).
 - Quasi-static equilibrium: :class:`StaticProblem` (one body's free coordinates under contacts,
   loads and gravity; prescribed coordinates; Newton with a line search; continuation along a path);
   :func:`newton` (the root search it uses, for any residual function); :func:`settle` (the
   equilibrium a viscous model ``c x' = f(x)`` comes to rest in, by pseudo-transient continuation).
 """
 
-from simclient.dynamics._bodies import Body, Poses, Surface
-from simclient.dynamics._compiled import CompiledDOP853, compile_system, gap_probe, ligament_forces
-from simclient.dynamics._constraints import Constraint, Prescribed, RevoluteJoint, SphericalJoint
-from simclient.dynamics._integrate import (
-    METHODS,
-    RK4,
-    ForwardJacobian,
-    SimulationResult,
-    System,
-    integrate,
-    simulate,
-    solver_class,
-)
-from simclient.dynamics._loads import (
-    BlankevoortLaw,
-    FoundationLoad,
-    Ligament,
-    LigamentLaw,
-    LinearSpring,
-    Load,
-    PointLoad,
-    QuadraticLaw,
-    pulse,
-    spring_damper,
-)
-from simclient.dynamics._planar import (
-    PlanarBody,
-    PlanarConstraint,
-    PlanarContact,
-    PlanarSystem,
-    PrescribedMotion,
-    ProfileSurface,
-    Revolute2D,
-)
-from simclient.dynamics._static import (COORDINATES, NewtonResult, StaticProblem, StaticResult, continue_step, newton,
-                                       settle, tangent_step)
-from simclient.dynamics._system import ContactModel, MultibodySystem
+import lazy_loader as _lazy
 
-__all__ = ["Body", "Surface", "Poses", "ContactModel", "MultibodySystem", "Constraint", "SphericalJoint",
-           "RevoluteJoint", "Prescribed", "Load", "LigamentLaw", "Ligament", "QuadraticLaw", "BlankevoortLaw",
-           "LinearSpring", "spring_damper", "PointLoad", "pulse", "METHODS", "RK4", "CompiledDOP853",
-           "compile_system", "gap_probe", "ligament_forces", "solver_class", "integrate", "simulate",
-           "SimulationResult", "System", "PlanarBody", "ProfileSurface", "PlanarContact", "PlanarSystem",
-           "Revolute2D", "PrescribedMotion", "PlanarConstraint", "StaticProblem", "StaticResult", "COORDINATES",
-           "newton", "settle", "continue_step", "tangent_step", "NewtonResult", "FoundationLoad", "ForwardJacobian"]
+# (names load when first used; __init__.pyi lists them)
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

@@ -30,33 +30,12 @@ import numpy as np
 from simclient.contact import CompartmentResult, FoundationContact
 from simclient.dynamics._bodies import Body, Poses
 from simclient.errors import ParameterError
-from simclient.geometry import jit, surface_pose
+from simclient.dynamics._rules import ligament_tension, spring_force
+from simclient.geometry import layout as L
+from simclient.geometry import surface_pose
 
 __all__ = ["Load", "LigamentLaw", "QuadraticLaw", "BlankevoortLaw", "LinearSpring", "Ligament", "spring_damper",
-           "pulse", "PointLoad", "spring_force", "spring_energy", "FoundationLoad", "StatePoses"]
-
-# the compiled spring laws (:func:`spring_force`): a kind and three parameters
-_QUADRATIC, _BLANKEVOORT, _LINEAR = 1, 2, 3
-
-
-@jit
-def spring_force(kind: int, p: np.ndarray, length: float) -> float:
-    """Force (N, positive in tension) of a compiled ligament law (``packed`` of :class:`QuadraticLaw`,
-    :class:`BlankevoortLaw`, :class:`LinearSpring`) at ``length`` (m): the one implementation of
-    these laws, which the Python objects call too."""
-    if kind == _QUADRATIC:  # p = k, l0
-        return p[0] * (length - p[1]) ** 2 if length > p[1] else 0.0
-    if kind == _BLANKEVOORT:  # p = k, l0, eps_l
-        eps = (length - p[1]) / p[1]
-        if eps <= 0.0:
-            return 0.0
-        if eps <= 2 * p[2]:
-            return p[0] * eps * eps / (4 * p[2])
-        return p[0] * (eps - p[2])
-    if kind == _LINEAR:  # p = k, l0
-        return p[0] * (length - p[1])
-    return math.nan
-
+           "pulse", "PointLoad", "spring_energy", "FoundationLoad", "StatePoses"]
 
 #: what a load gives: a body, a point (m) and a force (N), and perhaps a moment (N m), global
 LoadItem = tuple[Body, np.ndarray, np.ndarray] | tuple[Body, np.ndarray, np.ndarray, np.ndarray]
@@ -66,16 +45,16 @@ def spring_energy(kind: int, p: np.ndarray, length: float) -> float:
     """Energy (J) stored by a compiled ligament law (:func:`spring_force`'s ``kind`` and ``p``) at
     ``length`` (m): the integral of its force from the slack length, in closed form."""
     k, l0 = p[0], p[1]
-    if kind == _QUADRATIC:
+    if kind == L.SPRING_QUADRATIC:
         return k * (length - l0) ** 3 / 3 if length > l0 else 0.0
-    if kind == _BLANKEVOORT:  # the toe region's k eps^3 / (12 eps_l), then the line's
+    if kind == L.SPRING_BLANKEVOORT:  # the toe region's k eps^3 / (12 eps_l), then the line's
         eps, eps_l = (length - l0) / l0, p[2]
         if eps <= 0.0:
             return 0.0
         if eps <= 2 * eps_l:
             return k * l0 * eps**3 / (12 * eps_l)
         return k * l0 * (2 * eps_l**2 / 3 + ((eps - eps_l) ** 2 - eps_l**2) / 2)
-    if kind == _LINEAR:
+    if kind == L.SPRING_LINEAR:
         return k * (length - l0) ** 2 / 2
     return math.nan
 
@@ -123,14 +102,14 @@ class QuadraticLaw:
     @cached_property
     def packed(self) -> tuple[int, np.ndarray]:
         """``(kind, parameters)`` of :func:`spring_force`."""
-        return _QUADRATIC, np.array([self.k, self.l0, 0.0])
+        return L.SPRING_QUADRATIC, np.array([self.k, self.l0, 0.0])
 
     def force(self, length: float) -> float:
-        return spring_force(_QUADRATIC, self.packed[1], length)
+        return spring_force(L.SPRING_QUADRATIC, self.packed[1], length)
 
     def energy(self, length: float) -> float:
         """Stored energy (J) at ``length`` (m)."""
-        return spring_energy(_QUADRATIC, self.packed[1], length)
+        return spring_energy(L.SPRING_QUADRATIC, self.packed[1], length)
 
 
 @dataclass(frozen=True)
@@ -149,14 +128,14 @@ class BlankevoortLaw:
     @cached_property
     def packed(self) -> tuple[int, np.ndarray]:
         """``(kind, parameters)`` of :func:`spring_force`."""
-        return _BLANKEVOORT, np.array([self.k, self.l0, self.eps_l])
+        return L.SPRING_BLANKEVOORT, np.array([self.k, self.l0, self.eps_l])
 
     def force(self, length: float) -> float:
-        return spring_force(_BLANKEVOORT, self.packed[1], length)
+        return spring_force(L.SPRING_BLANKEVOORT, self.packed[1], length)
 
     def energy(self, length: float) -> float:
         """Stored energy (J) at ``length`` (m)."""
-        return spring_energy(_BLANKEVOORT, self.packed[1], length)
+        return spring_energy(L.SPRING_BLANKEVOORT, self.packed[1], length)
 
 
 @dataclass(frozen=True)
@@ -169,14 +148,14 @@ class LinearSpring:
     @cached_property
     def packed(self) -> tuple[int, np.ndarray]:
         """``(kind, parameters)`` of :func:`spring_force`."""
-        return _LINEAR, np.array([self.k, self.l0, 0.0])
+        return L.SPRING_LINEAR, np.array([self.k, self.l0, 0.0])
 
     def force(self, length: float) -> float:
-        return spring_force(_LINEAR, self.packed[1], length)
+        return spring_force(L.SPRING_LINEAR, self.packed[1], length)
 
     def energy(self, length: float) -> float:
         """Stored energy (J) at ``length`` (m)."""
-        return spring_energy(_LINEAR, self.packed[1], length)
+        return spring_energy(L.SPRING_LINEAR, self.packed[1], length)
 
 
 @dataclass
@@ -197,8 +176,10 @@ class Ligament:
     tension_only: bool = True
 
     def state(self, system: Poses, rate: bool = True) -> tuple[np.ndarray, np.ndarray, float, float, float]:
-        """Global insertion points, length (m), lengthening rate (m/s) and force (N). With ``rate``
-        false the rate is computed only where the force needs it (damping), else reported as 0."""
+        """Global insertion points, length (m), lengthening rate (m/s) and tension (N;
+        :func:`simclient.dynamics.ligament_tension`: never negative for a tension-only element).
+        With ``rate`` false the rate is computed only where the tension needs it (damping), else
+        reported as 0."""
         ra, Aa, _, _ = system.pose(self.body_a)
         rb, Ab, _, _ = system.pose(self.body_b)
         Pa = ra + Aa @ self.point_a
@@ -209,11 +190,7 @@ class Ligament:
         if rate or self.damping:
             lengthening = float((system.velocity_at(self.body_b, Pb) - system.velocity_at(self.body_a, Pa)) @ d
                                 / length)
-        f = self.law.force(length)
-        if not self.tension_only:
-            f += self.damping * lengthening
-        elif f > 0.0 and self.damping:
-            f = max(0.0, f + self.damping * lengthening)
+        f = ligament_tension(float(self.law.force(length)), lengthening, float(self.damping), bool(self.tension_only))
         return Pa, Pb, length, lengthening, f
 
     def elastic_energy(self, system: Poses) -> float:

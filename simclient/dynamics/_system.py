@@ -31,12 +31,31 @@ from simclient.contact import Contact, ContactForce, ContactPair, ForceLaw, Fric
 from simclient.dynamics._bodies import Body, Surface, check_numbers
 from simclient.dynamics._constraints import Constraint
 from simclient.dynamics._loads import Load, loads_energy
+from simclient.dynamics._rules import DRIFT_GAIN, apply_load, approach_speed, poses, rates, sphere_box_gap
 from simclient.errors import ContactError, ParameterError, SimulationError
-from simclient.geometry import euler_from_axis_angle, jit, point_velocity, rotation_into, rotation_matrix, surface_pose
+from simclient.geometry import euler_from_axis_angle, point_velocity, rotation_matrix, surface_pose
+from simclient.geometry import layout as L
 
-__all__ = ["ContactModel", "MultibodySystem", "DRIFT_GAIN"]
+__all__ = ["ContactModel", "MultibodySystem", "DRIFT_GAIN", "pack_bodies"]
 
-DRIFT_GAIN = 10.0  # 1/s
+
+def pack_bodies(bodies: Sequence[Body], gravity: np.ndarray, state_index: Callable[[Body], int]) -> np.ndarray:
+    """The bodies' rows for the kernels (:mod:`simclient.geometry.layout`'s ``BODY_*``): mass (kg),
+    inertia and its inverse (kg m^2, body frame), ``gravity`` (m/s^2, global), the index of each
+    body's first state (``state_index(body)``, -1 for a fixed body) and its pose (a fixed body's
+    for good; a free body's is written at each evaluation)."""
+    rows = np.zeros((len(bodies), L.BODY_SIZE))
+    for k, b in enumerate(bodies):
+        row = rows[k]
+        row[L.BODY_GRAVITY:L.BODY_GRAVITY + 3] = gravity
+        row[L.BODY_STATE] = state_index(b)
+        row[L.BODY_A:L.BODY_A + 9] = rotation_matrix(b.euler).ravel()
+        row[L.BODY_R:L.BODY_R + 3] = b.position
+        if not b.fixed:
+            row[L.BODY_MASS] = b.mass
+            row[L.BODY_J:L.BODY_J + 9] = np.asarray(b.inertia, float).ravel()
+            row[L.BODY_JINV:L.BODY_JINV + 9] = np.linalg.inv(np.asarray(b.inertia, float)).ravel()
+    return rows
 
 
 @dataclass
@@ -98,18 +117,15 @@ class MultibodySystem:
                                      f"symmetric positive definite), got {b.mass} and {inertia.tolist()}")
         nb = len(self.bodies)
         self._bidx = {id(b): k for k, b in enumerate(self.bodies)}
-        # poses of every body at the last state set: r (m), A, r' (m/s), omega (rad/s, global)
-        self._r, self._A = np.zeros((nb, 3)), np.tile(np.eye(3), (nb, 1, 1))
-        self._v, self._w = np.zeros((nb, 3)), np.zeros((nb, 3))
-        for k, b in enumerate(self.bodies):
-            if b.fixed:
-                self._r[k] = b.position
-                self._A[k] = rotation_matrix(b.euler)
-        self._free_idx = np.array([self._bidx[id(b)] for b in self.free], dtype=np.int64)
+        # the bodies packed as the kernels take them (pack_bodies), with views of their poses at the
+        # last state set: r (m), A, r' (m/s), omega (rad/s, global), and the applied F (N), N (N m)
+        self._bodies = pack_bodies(self.bodies, self.gravity, self.state_index)
+        self._r, self._v = self._bodies[:, L.BODY_R:L.BODY_R + 3], self._bodies[:, L.BODY_V:L.BODY_V + 3]
+        self._A = self._bodies[:, L.BODY_A:L.BODY_A + 9].reshape(nb, 3, 3)
+        self._w = self._bodies[:, L.BODY_W:L.BODY_W + 3]
+        self._F, self._N = self._bodies[:, L.BODY_F:L.BODY_F + 3], self._bodies[:, L.BODY_N:L.BODY_N + 3]
         self._mass = np.array([b.mass for b in self.free])
-        self._J = np.array([b.inertia for b in self.free]).reshape(-1, 3, 3)
         self._Jinv = np.array([np.linalg.inv(b.inertia) for b in self.free]).reshape(-1, 3, 3)
-        self._F, self._N = np.zeros((nb, 3)), np.zeros((nb, 3))
         self._surface_poses: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         # the internal states of stateful contact laws, then of stateful loads (a viscoelastic
         # layer's), follow the bodies' 13 states each
@@ -148,9 +164,15 @@ class MultibodySystem:
             y[k + 3:k + 7] /= np.linalg.norm(y[k + 3:k + 7])
         return y
 
+    def state_index(self, body: Body) -> int:
+        """The index of ``body``'s first state in the state vector (13 per free body, in order), -1
+        for a fixed body."""
+        k = self.index.get(id(body))
+        return -1 if k is None else 13 * k
+
     def set_state(self, y: np.ndarray) -> None:
         """Poses and velocities of every body from the state vector (kept for the evaluation)."""
-        _poses(y, self._free_idx, self._r, self._A, self._v, self._w)
+        poses(np.ascontiguousarray(y, dtype=float), self._bodies)
         self._surface_poses.clear()
         self._y = y
         self._at_rest = False
@@ -192,13 +214,12 @@ class MultibodySystem:
         pose = self._surface_poses.get(id(s))
         if pose is None:
             r, A, _, _ = self.pose(s.body)
-            R, c = surface_pose(r, A, s.offset, s.rotation)
-            pose = self._surface_poses[id(s)] = (np.ascontiguousarray(R), c)
+            pose = self._surface_poses[id(s)] = surface_pose(r, A, s.offset, s.rotation)
         return pose
 
     def velocity_at(self, body: Body, P: np.ndarray) -> np.ndarray:
         k = self._bidx[id(body)]
-        return point_velocity(self._v[k], self._w[k], self._r[k], P)
+        return point_velocity(self._v[k], self._w[k], self._r[k], np.ascontiguousarray(P, dtype=float))
 
     # -- contacts ----------------------------------------------------------------------------------
 
@@ -210,7 +231,7 @@ class MultibodySystem:
             return None
         Ri, ci = self.surface_pose(c.i)
         Rj, cj = self.surface_pose(c.j)
-        return _sphere_box_gap(Ri, ci, Rj, cj, volumes)
+        return sphere_box_gap(Ri, ci, Rj, cj, volumes)
 
     def _volumes_of(self, c: ContactModel) -> np.ndarray | None:
         """Contact ``c``'s bounding volumes (:func:`_bounding_volumes`), found once."""
@@ -229,7 +250,7 @@ class MultibodySystem:
         Ri, ci = self.surface_pose(c.i)
         Rj, cj = self.surface_pose(c.j)
         ki, kj = self._bidx[id(c.i.body)], self._bidx[id(c.j.body)]
-        return float(_approach_speed(Ri, ci, Rj, cj, volumes, self._r, self._v, self._w, ki, kj))
+        return float(approach_speed(Ri, ci, Rj, cj, volumes, self._bodies, ki, kj))
 
     def detect(self, c: ContactModel) -> Contact:
         Ri, ci = self.surface_pose(c.i)
@@ -287,10 +308,11 @@ class MultibodySystem:
     # -- equations of motion -----------------------------------------------------------------------
 
     def rhs(self, t: float, y: np.ndarray) -> np.ndarray:
+        y = np.ascontiguousarray(y, dtype=float)
         self.set_state(y)
-        F, N = self.applied(t)
+        self.applied(t)
         dy = np.empty_like(y)
-        _rates(y, self._free_idx, self._mass, self._J, self._Jinv, self.gravity, self._A, F, N, dy)
+        rates(y, self._bodies, dy)
         if self._law_states:
             self._law_rates(dy)
         for sl in self._load_states.values():
@@ -316,18 +338,22 @@ class MultibodySystem:
             if sl is not None:  # the stateful law's rates from the same detection
                 rate = k.indentation_rate(self.relative_velocity(c, k))
                 self._contact_rates[id(c)] = c.law.state_rates(k.indentation, rate, self._y[sl])
-            _apply(self._bidx[id(c.i.body)], cf.point, cf.force, self._r, F, N)
-            _apply(self._bidx[id(c.j.body)], cf.point_j, -cf.force, self._r, F, N)
+            self._apply(c.i.body, cf.point, cf.force)
+            self._apply(c.j.body, cf.point_j, -cf.force)
             if cf.moment.any():
                 N[self._bidx[id(c.i.body)]] += cf.moment
                 N[self._bidx[id(c.j.body)]] -= cf.moment
         for load in self.loads:
             for item in load(t, self):
-                b = self._bidx[id(item[0])]
-                _apply(b, np.asarray(item[1], float), np.asarray(item[2], float), self._r, F, N)
+                self._apply(item[0], item[1], item[2])
                 if len(item) > 3:  # a moment besides the force's
-                    N[b] += item[3]
+                    N[self._bidx[id(item[0])]] += item[3]
         return F, N
+
+    def _apply(self, body: Body, P: np.ndarray, f: np.ndarray) -> None:
+        """``body`` takes the force ``f`` (N) at ``P`` (m), global (:func:`apply_load`)."""
+        apply_load(self._bodies, self._bidx[id(body)], np.ascontiguousarray(P, dtype=float),
+                   np.ascontiguousarray(f, dtype=float))
 
     def body_index(self, body: Body) -> int:
         """The row of ``body`` in :meth:`applied`'s arrays."""
@@ -432,60 +458,6 @@ class MultibodySystem:
         return e + loads_energy(self.loads, self)
 
 
-@jit
-def _poses(y: np.ndarray, free_idx: np.ndarray, r: np.ndarray, A: np.ndarray, v: np.ndarray, w: np.ndarray) -> None:
-    for f in range(len(free_idx)):
-        b, k = free_idx[f], 13 * f
-        rotation_into(y[k + 3:k + 7], A[b])
-        for a in range(3):
-            r[b, a] = y[k + a]
-            v[b, a] = y[k + 7 + a]
-        for a in range(3):
-            w[b, a] = A[b, a, 0] * y[k + 10] + A[b, a, 1] * y[k + 11] + A[b, a, 2] * y[k + 12]
-
-
-@jit
-def _apply(b: int, P: np.ndarray, f: np.ndarray, r: np.ndarray, F: np.ndarray, N: np.ndarray) -> None:
-    d0, d1, d2 = P[0] - r[b, 0], P[1] - r[b, 1], P[2] - r[b, 2]
-    F[b, 0] += f[0]
-    F[b, 1] += f[1]
-    F[b, 2] += f[2]
-    N[b, 0] += d1 * f[2] - d2 * f[1]
-    N[b, 1] += d2 * f[0] - d0 * f[2]
-    N[b, 2] += d0 * f[1] - d1 * f[0]
-
-
-@jit
-def _rates(y: np.ndarray, free_idx: np.ndarray, mass: np.ndarray, J: np.ndarray, Jinv: np.ndarray, g: np.ndarray,
-           A: np.ndarray, F: np.ndarray, N: np.ndarray, dy: np.ndarray) -> None:
-    """Newton-Euler with Euler parameters for every free body (module docstring)."""
-    for f in range(len(free_idx)):
-        b, k = free_idx[f], 13 * f
-        e0, e1, e2, e3 = y[k + 3], y[k + 4], y[k + 5], y[k + 6]
-        w0, w1, w2 = y[k + 10], y[k + 11], y[k + 12]
-        pp = e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3 - 1.0
-        for a in range(3):
-            dy[k + a] = y[k + 7 + a]
-            dy[k + 7 + a] = F[b, a] / mass[f] + g[a]
-        # p' = 1/2 L^T w' - k (p.p - 1) p, with L^T w' = (-e.w', e x w' + e0 w')
-        dy[k + 3] = -0.5 * (e1 * w0 + e2 * w1 + e3 * w2) - DRIFT_GAIN * pp * e0
-        dy[k + 4] = 0.5 * (e2 * w2 - e3 * w1 + e0 * w0) - DRIFT_GAIN * pp * e1
-        dy[k + 5] = 0.5 * (e3 * w0 - e1 * w2 + e0 * w1) - DRIFT_GAIN * pp * e2
-        dy[k + 6] = 0.5 * (e1 * w1 - e2 * w0 + e0 * w2) - DRIFT_GAIN * pp * e3
-        # J' w'' = n' - w' x J' w', n' = A^T n
-        n = np.empty(3)
-        for a in range(3):
-            n[a] = A[b, 0, a] * N[b, 0] + A[b, 1, a] * N[b, 1] + A[b, 2, a] * N[b, 2]
-        h0 = J[f, 0, 0] * w0 + J[f, 0, 1] * w1 + J[f, 0, 2] * w2
-        h1 = J[f, 1, 0] * w0 + J[f, 1, 1] * w1 + J[f, 1, 2] * w2
-        h2 = J[f, 2, 0] * w0 + J[f, 2, 1] * w1 + J[f, 2, 2] * w2
-        n[0] -= w1 * h2 - w2 * h1
-        n[1] -= w2 * h0 - w0 * h2
-        n[2] -= w0 * h1 - w1 * h0
-        for a in range(3):
-            dy[k + 10 + a] = Jinv[f, a, 0] * n[0] + Jinv[f, a, 1] * n[1] + Jinv[f, a, 2] * n[2]
-
-
 def _bounding_volumes(c: ContactModel) -> np.ndarray | None:
     """Surface i's bounding sphere (centre in its frame, m; radius, m) and surface j's bounding box
     (centre and half-sides in its frame, m) as one array of 10, or None if a table has no box."""
@@ -498,34 +470,3 @@ def _bounding_volumes(c: ContactModel) -> np.ndarray | None:
     if rmax is not None and rmax < radius:
         centre, radius = np.zeros(3), rmax
     return np.concatenate([centre, [radius], (bj[0] + bj[1]) / 2, (bj[1] - bj[0]) / 2])
-
-
-@jit
-def _sphere_box_gap(Ri: np.ndarray, ci: np.ndarray, Rj: np.ndarray, cj: np.ndarray, volumes: np.ndarray) -> float:
-    """The distance (m) from the sphere of ``volumes`` (:func:`_bounding_volumes`) placed by
-    ``(Ri, ci)`` to its box placed by ``(Rj, cj)``; negative (less the radius) inside it."""
-    d = np.empty(3)
-    for a in range(3):  # the sphere's centre relative to the box's frame origin, global
-        d[a] = ci[a] + Ri[a, 0] * volumes[0] + Ri[a, 1] * volumes[1] + Ri[a, 2] * volumes[2] - cj[a]
-    s = 0.0
-    for a in range(3):  # in the box's frame, from its centre; outside its half-sides
-        q = Rj[0, a] * d[0] + Rj[1, a] * d[1] + Rj[2, a] * d[2] - volumes[4 + a]
-        out = abs(q) - volumes[7 + a]
-        if out > 0.0:
-            s += out * out
-    return math.sqrt(s) - volumes[3]
-
-
-@jit
-def _approach_speed(Ri: np.ndarray, ci: np.ndarray, Rj: np.ndarray, cj: np.ndarray, volumes: np.ndarray,
-                    r: np.ndarray, v: np.ndarray, w: np.ndarray, ki: int, kj: int) -> float:
-    """:meth:`MultibodySystem.approach_speed` for the volumes of :func:`_bounding_volumes` placed by
-    the surface poses, bodies ``ki`` and ``kj`` moving at ``v`` (m/s) and spinning at ``w``
-    (rad/s, global) about their origins ``r`` (m)."""
-    P, B = np.empty(3), np.empty(3)
-    for a in range(3):  # the sphere's centre and the box's centre, global
-        P[a] = ci[a] + Ri[a, 0] * volumes[0] + Ri[a, 1] * volumes[1] + Ri[a, 2] * volumes[2]
-        B[a] = cj[a] + Rj[a, 0] * volumes[4] + Rj[a, 1] * volumes[5] + Rj[a, 2] * volumes[6]
-    speed_i = np.linalg.norm(point_velocity(v[ki], w[ki], r[ki], P))
-    reach = np.linalg.norm(B - r[kj]) + np.linalg.norm(volumes[7:10])
-    return float(speed_i + np.linalg.norm(v[kj]) + np.linalg.norm(w[kj]) * reach)

@@ -17,27 +17,20 @@ from __future__ import annotations
 
 import math
 
-import numba as nb
 import numpy as np
 
 from simclient.geometry import layout as L
+from simclient.geometry.kernels import helper, kernel
 
-__all__ = ["BILINEAR", "HERMITE", "INSIDE", "OUTSIDE_WINDOW", "OUTSIDE_TABLE", "evaluate", "locate", "jit", "inline"]
+__all__ = ["BILINEAR", "HERMITE", "INSIDE", "OUTSIDE_WINDOW", "OUTSIDE_TABLE", "evaluate", "locate"]
 
-BILINEAR = 0
-HERMITE = 1
-
-#: how every kernel of the project is compiled: cached on disk, IEEE semantics, numpy's error model
-jit = nb.njit(cache=True, fastmath=False, error_model="numpy")
-#: the same, inlined into its callers by numba: for the small helpers of hot kernels (a compiled
-#: call passes every array as seven scalars)
-inline = nb.njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+BILINEAR, HERMITE = L.INTERPOLATIONS["bilinear"], L.INTERPOLATIONS["hermite"]
 
 #: where a parameter point lies (:func:`locate`)
 INSIDE, OUTSIDE_WINDOW, OUTSIDE_TABLE = 0, 1, 2
 
 
-@jit
+@helper
 def _cell(x: float, lo: int, hi: int) -> int:
     """Cell index (its lower grid point) for grid coordinate x, kept inside [lo, hi - 2]."""
     i = int(math.floor(x))
@@ -48,7 +41,7 @@ def _cell(x: float, lo: int, hi: int) -> int:
     return i
 
 
-@jit
+@helper
 def _twist(buf: np.ndarray, a: int, b: int, c: int, d: int, e: int, f: int, g: int, h: int, fu: float,
            fv: float) -> tuple[float, float, float]:
     """A node's twist ``s_uv du dv`` from buffer points: ``(tu[a, b] - tu[c, d]) fu + (tv[e, f] - tv[g, h]) fv``."""
@@ -57,9 +50,13 @@ def _twist(buf: np.ndarray, a: int, b: int, c: int, d: int, e: int, f: int, g: i
             (buf[a, b, 10] - buf[c, d, 10]) * fu + (buf[e, f, 13] - buf[g, h, 13]) * fv)
 
 
-@jit
-def _corner(P, U, V, W, fa, ga, dfa, dga, ddfa, ddga, fb, gb, dfb, dgb, ddfb, ddgb):
-    """One corner's contribution to a Hermite patch and its first and second derivatives."""
+@helper
+def _corner(P: float, U: float, V: float, W: float, a: tuple, b: tuple) -> tuple:
+    """One corner's contribution to a Hermite patch and its first and second derivatives, from its
+    value ``P``, slopes ``U``, ``V`` and twist ``W`` and its basis along each parameter ``a``, ``b``
+    (value h, slope g, h', g', h'', g'')."""
+    fa, ga, dfa, dga, ddfa, ddga = a
+    fb, gb, dfb, dgb, ddfb, ddgb = b
     return (fa * fb * P + ga * fb * U + fa * gb * V + ga * gb * W,
             dfa * fb * P + dga * fb * U + dfa * gb * V + dga * gb * W,
             fa * dfb * P + ga * dfb * U + fa * dgb * V + ga * dgb * W,
@@ -68,7 +65,7 @@ def _corner(P, U, V, W, fa, ga, dfa, dga, ddfa, ddga, fb, gb, dfb, dgb, ddfb, dd
             fa * ddfb * P + ga * ddfb * U + fa * ddgb * V + ga * ddgb * W)
 
 
-@jit
+@helper
 def _hermite_basis(a: float) -> tuple[float, float, float, float, float, float, float, float, float, float, float,
                                       float]:
     """The cubic Hermite basis at ``a`` in [0, 1] and its first and second derivatives: values
@@ -79,12 +76,14 @@ def _hermite_basis(a: float) -> tuple[float, float, float, float, float, float, 
             12 * a - 6, -12 * a + 6, 6 * a - 4, 6 * a - 2)
 
 
-@jit
-def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float, mode: int,
-             ev: np.ndarray, io: int = 0, fo: int = 0, eo: int = 0) -> None:
-    """Interpolate the window at (u, v) into ``ev`` (see the module docstring). The window's
-    parameters may start at offsets ``io`` of ``ip`` and ``fo`` of ``fp``, the output at ``eo`` of
-    ``ev`` (hot kernels pass their packed arrays whole: a view costs reference counting)."""
+@kernel("void(f8[:, :, ::1], i8[::1], f8[::1], f8, f8, f8[::1], i8, i8, i8)")
+def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float, ev: np.ndarray, io: int, fo: int,
+             eo: int) -> None:
+    """Interpolate the window at (u, v) into ``ev`` (see the module docstring), by the window's
+    interpolation (``ip``'s ``IP_MODE``). The window's parameters start at offsets ``io`` of ``ip``
+    and ``fo`` of ``fp``, the output at ``eo`` of ``ev`` (hot kernels pass their packed arrays whole:
+    a view costs reference counting)."""
+    mode = ip[io + L.IP_MODE]
     Bu, Bv = ip[io + L.IP_BU], ip[io + L.IP_BV]
     du, dv = fp[fo + L.FP_DU], fp[fo + L.FP_DV]
     x = (u - fp[fo + L.FP_U0]) / du
@@ -122,6 +121,8 @@ def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float
     # Bicubic Hermite. Basis on [0, 1]: value h0 (corner 0), h1 (corner 1); slope g0, g1.
     ha0, ha1, ga0, ga1, dha0, dha1, dga0, dga1, ddha0, ddha1, ddga0, ddga1 = _hermite_basis(a)
     hb0, hb1, gb0, gb1, dhb0, dhb1, dgb0, dgb1, ddhb0, ddhb1, ddgb0, ddgb1 = _hermite_basis(b)
+    A0, A1 = (ha0, ga0, dha0, dga0, ddha0, ddga0), (ha1, ga1, dha1, dga1, ddha1, ddga1)  # each corner's basis
+    B0, B1 = (hb0, gb0, dhb0, dgb0, ddhb0, ddgb0), (hb1, gb1, dhb1, dgb1, ddhb1, ddgb1)
     # twists at the four corner nodes (all three components), shared with the neighbouring cells:
     # the mean of d(tu)/dv and d(tv)/du by central differences (one-sided at the window's edges),
     # from the 4 x 4 points around the cell (rows i-1 .. i+2 and columns j-1 .. j+2, kept inside
@@ -144,14 +145,10 @@ def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float
             W00, W10, W01, W11 = t00z, t10z, t01z, t11z
         # S(a, b) = sum over corners of [h(a) h(b) P + g(a) h(b) U + h(a) g(b) V + g(a) g(b) W],
         # slopes U, V and twists W per unit of a and b
-        a00 = _corner(buf[i0, j0, 2 + k], buf[i0, j0, 8 + k] * du, buf[i0, j0, 11 + k] * dv, W00,
-                      ha0, ga0, dha0, dga0, ddha0, ddga0, hb0, gb0, dhb0, dgb0, ddhb0, ddgb0)
-        a10 = _corner(buf[i1, j0, 2 + k], buf[i1, j0, 8 + k] * du, buf[i1, j0, 11 + k] * dv, W10,
-                      ha1, ga1, dha1, dga1, ddha1, ddga1, hb0, gb0, dhb0, dgb0, ddhb0, ddgb0)
-        a01 = _corner(buf[i0, j1, 2 + k], buf[i0, j1, 8 + k] * du, buf[i0, j1, 11 + k] * dv, W01,
-                      ha0, ga0, dha0, dga0, ddha0, ddga0, hb1, gb1, dhb1, dgb1, ddhb1, ddgb1)
-        a11 = _corner(buf[i1, j1, 2 + k], buf[i1, j1, 8 + k] * du, buf[i1, j1, 11 + k] * dv, W11,
-                      ha1, ga1, dha1, dga1, ddha1, ddga1, hb1, gb1, dhb1, dgb1, ddhb1, ddgb1)
+        a00 = _corner(buf[i0, j0, 2 + k], buf[i0, j0, 8 + k] * du, buf[i0, j0, 11 + k] * dv, W00, A0, B0)
+        a10 = _corner(buf[i1, j0, 2 + k], buf[i1, j0, 8 + k] * du, buf[i1, j0, 11 + k] * dv, W10, A1, B0)
+        a01 = _corner(buf[i0, j1, 2 + k], buf[i0, j1, 8 + k] * du, buf[i0, j1, 11 + k] * dv, W01, A0, B1)
+        a11 = _corner(buf[i1, j1, 2 + k], buf[i1, j1, 8 + k] * du, buf[i1, j1, 11 + k] * dv, W11, A1, B1)
         s_ = a00[0] + a10[0] + a01[0] + a11[0]
         sa = a00[1] + a10[1] + a01[1] + a11[1]
         sb = a00[2] + a10[2] + a01[2] + a11[2]
@@ -177,8 +174,8 @@ def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float
     ev[eo + L.EV_N + 2] = nz / nn
 
 
-@inline
-def locate(ip: np.ndarray, fp: np.ndarray, u: float, v: float, io: int = 0, fo: int = 0) -> int:
+@kernel("i8(i8[::1], f8[::1], f8, f8, i8, i8)", inline=True)
+def locate(ip: np.ndarray, fp: np.ndarray, u: float, v: float, io: int, fo: int) -> int:
     """Where (u, v) lies: ``INSIDE`` the window's points, ``OUTSIDE_WINDOW`` but inside the table,
     or ``OUTSIDE_TABLE`` (tolerance 1e-9 grid cells; a table periodic in v has no edge in v);
     offsets as in :func:`evaluate`."""

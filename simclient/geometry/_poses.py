@@ -21,34 +21,41 @@ import math
 
 import numpy as np
 
-from simclient.geometry._interpolation import jit
+from simclient.geometry.kernels import helper, kernel
 
 __all__ = ["rotation_matrix", "rotation_into", "euler_from_axis_angle", "euler_from_matrix", "G_matrix", "L_matrix",
-           "surface_pose", "point_velocity", "normalize_euler", "rx", "ry", "rz", "rot2"]
+           "surface_pose", "place", "place_at", "to_global", "euler_rotation", "point_velocity", "normalize_euler", "rx",
+           "ry", "rz", "rot2"]
 
 
-@jit
+@helper(inline=True)
+def euler_rotation(p: np.ndarray, o: int, A: np.ndarray, a: int) -> None:
+    """A(p) of eq. (6.3), with its factor 2, of the Euler parameters ``p[o:o + 4]`` into
+    ``A[a:a + 9]`` (row-major); ``p`` is normalised on the fly, so integrators' slightly drifted
+    parameters give a proper rotation. The one implementation of eq. 6.3."""
+    nn = math.sqrt(p[o] ** 2 + p[o + 1] ** 2 + p[o + 2] ** 2 + p[o + 3] ** 2)
+    e0, e1, e2, e3 = p[o] / nn, p[o + 1] / nn, p[o + 2] / nn, p[o + 3] / nn
+    A[a] = 2 * (e0 * e0 + e1 * e1) - 1
+    A[a + 1] = 2 * (e1 * e2 - e0 * e3)
+    A[a + 2] = 2 * (e1 * e3 + e0 * e2)
+    A[a + 3] = 2 * (e1 * e2 + e0 * e3)
+    A[a + 4] = 2 * (e0 * e0 + e2 * e2) - 1
+    A[a + 5] = 2 * (e2 * e3 - e0 * e1)
+    A[a + 6] = 2 * (e1 * e3 - e0 * e2)
+    A[a + 7] = 2 * (e2 * e3 + e0 * e1)
+    A[a + 8] = 2 * (e0 * e0 + e3 * e3) - 1
+
+
+@kernel("void(f8[::1], f8[:, ::1])")
 def rotation_into(p: np.ndarray, A: np.ndarray) -> None:
-    """Write A(p) of eq. (6.3), with its factor 2, into ``A`` (3 x 3); ``p`` is normalised on the
-    fly, so integrators' slightly drifted parameters give a proper rotation (compiled: it runs in
-    every right-hand side)."""
-    nn = math.sqrt(p[0] ** 2 + p[1] ** 2 + p[2] ** 2 + p[3] ** 2)
-    e0, e1, e2, e3 = p[0] / nn, p[1] / nn, p[2] / nn, p[3] / nn
-    A[0, 0] = 2 * (e0 * e0 + e1 * e1) - 1
-    A[0, 1] = 2 * (e1 * e2 - e0 * e3)
-    A[0, 2] = 2 * (e1 * e3 + e0 * e2)
-    A[1, 0] = 2 * (e1 * e2 + e0 * e3)
-    A[1, 1] = 2 * (e0 * e0 + e2 * e2) - 1
-    A[1, 2] = 2 * (e2 * e3 - e0 * e1)
-    A[2, 0] = 2 * (e1 * e3 - e0 * e2)
-    A[2, 1] = 2 * (e2 * e3 + e0 * e1)
-    A[2, 2] = 2 * (e0 * e0 + e3 * e3) - 1
+    """Write A(p) of eq. (6.3) into ``A`` (3 x 3, C-contiguous; :func:`euler_rotation`)."""
+    euler_rotation(p, 0, A.reshape(9), 0)
 
 
 def rotation_matrix(p: np.ndarray) -> np.ndarray:
     """Rotation matrix A(p) (body to global) of Euler parameters ``p`` (eq. 6.3, factor 2)."""
     A = np.empty((3, 3))
-    rotation_into(np.asarray(p, dtype=float), A)
+    rotation_into(np.ascontiguousarray(p, dtype=float), A)
     return A
 
 
@@ -124,12 +131,43 @@ def normalize_euler(p: np.ndarray) -> np.ndarray:
     return p / np.linalg.norm(p)
 
 
+@helper(inline=True)
+def to_global(r: np.ndarray, ro: int, A: np.ndarray, ao: int, p: np.ndarray, po: int, out: np.ndarray, oo: int) -> None:
+    """``out[oo:oo + 3] = r + A p``: the point ``p`` of a frame at ``(r, A)`` (m; ``A`` row-major),
+    every vector flat at its offset (kernels pass packed rows whole)."""
+    for a in range(3):
+        out[oo + a] = r[ro + a] + A[ao + 3 * a] * p[po] + A[ao + 3 * a + 1] * p[po + 1] + A[ao + 3 * a + 2] * p[po + 2]
+
+
+@helper(inline=True)
+def place_at(r: np.ndarray, ro: int, A: np.ndarray, ao: int, s_Q: np.ndarray, so: int, A_Q: np.ndarray, qo: int,
+             R: np.ndarray, c: np.ndarray) -> None:
+    """Eq. 6.17: the global pose ``R = A A_Q``, ``c = r + A s_Q`` (into ``R``, 3 x 3, and ``c``) of a
+    surface placed in its body by ``(s_Q, A_Q)``, the body at ``(r, A)`` (m; rotations body to
+    global, row-major), every input flat at its offset. The one implementation of the placement:
+    :func:`place` (:func:`surface_pose`) and the compiled right-hand side call it."""
+    to_global(r, ro, A, ao, s_Q, so, c, 0)
+    for a in range(3):
+        for b in range(3):
+            R[a, b] = A[ao + 3 * a] * A_Q[qo + b] + A[ao + 3 * a + 1] * A_Q[qo + 3 + b] + A[ao + 3 * a + 2] * A_Q[qo + 6 + b]
+
+
+@kernel("void(f8[::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[::1])")
+def place(r: np.ndarray, A: np.ndarray, s_Q: np.ndarray, A_Q: np.ndarray, R: np.ndarray, c: np.ndarray) -> None:
+    """Eq. 6.17 (:func:`place_at`) for 3-vectors and 3 x 3 matrices."""
+    place_at(r, 0, A.reshape(9), 0, s_Q, 0, A_Q.reshape(9), 0, R, c)
+
+
 def surface_pose(r: np.ndarray, A: np.ndarray, s_Q: np.ndarray, A_Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Global pose ``(R, c)`` of a surface frame: a table point ``s`` is at ``c + R s`` (eq. 6.17)."""
-    return A @ A_Q, r + A @ s_Q
+    """Global pose ``(R, c)`` of a surface frame: a table point ``s`` is at ``c + R s`` (eq. 6.17,
+    :func:`place`); ``R`` C-contiguous."""
+    R, c = np.empty((3, 3)), np.empty(3)
+    f8 = np.ascontiguousarray
+    place(f8(r, dtype=float), f8(A, dtype=float), f8(s_Q, dtype=float), f8(A_Q, dtype=float), R, c)
+    return R, c
 
 
-@jit
+@kernel("f8[::1](f8[::1], f8[::1], f8[::1], f8[::1])", inline=True)
 def point_velocity(r_dot: np.ndarray, omega: np.ndarray, r: np.ndarray, P: np.ndarray) -> np.ndarray:
     """Velocity (m/s, global) of the body's material point at global ``P``: ``r' + omega x (P - r)``
     (compiled: it runs in every contact evaluation)."""

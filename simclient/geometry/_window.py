@@ -35,13 +35,13 @@ import numpy as np
 
 from simclient.errors import SourceError, WindowError
 from simclient.geometry import layout as L
-from simclient.geometry._interpolation import BILINEAR, HERMITE, INSIDE, evaluate, locate
+from simclient.geometry._interpolation import INSIDE, evaluate, locate
 from simclient.io import Source
 from surfacestore.format import NFIELDS, Header, RecordBlock, window_block
 
-__all__ = ["StorageWindow", "SurfaceSample", "INTERPOLATIONS", "record_of"]
+__all__ = ["StorageWindow", "SurfaceSample", "record_of"]
 
-INTERPOLATIONS = {"bilinear": BILINEAR, "hermite": HERMITE}
+INTERPOLATIONS = L.INTERPOLATIONS
 
 
 @dataclass(frozen=True)
@@ -100,11 +100,11 @@ class StorageWindow:
         self.extent = (wu, wv)
         self.interpolation = interpolation
         self.mode = INTERPOLATIONS[interpolation]
-        self.buffer = np.full((wu * h.u_pts, wv * h.v_pts, NFIELDS), np.nan)
+        self._buffer = np.full((wu * h.u_pts, wv * h.v_pts, NFIELDS), np.nan)
         # the compiled kernels' window parameters (simclient.geometry.layout)
         self.ip = np.zeros(L.IP_SIZE, dtype=np.int64)
-        self.ip[[L.IP_BU, L.IP_BV, L.IP_U_NPTS, L.IP_V_NPTS, L.IP_PERIODIC_V]] = (*self.buffer.shape[:2], h.u_npts,
-                                                                                h.v_npts, h.periodic_v)
+        self.ip[[L.IP_BU, L.IP_BV, L.IP_U_NPTS, L.IP_V_NPTS, L.IP_PERIODIC_V, L.IP_MODE]] = (
+            *self._buffer.shape[:2], h.u_npts, h.v_npts, h.periodic_v, self.mode)
         self.fp = np.zeros(L.FP_SIZE)
         self.fp[[L.FP_U0, L.FP_DU, L.FP_V0, L.FP_DV, L.FP_NORMAL_SIGN]] = (h.u0, h.du, h.v0, h.dv, h.normal_sign)
         self.block: RecordBlock | None = None
@@ -121,6 +121,13 @@ class StorageWindow:
         self.prefetch_requests = self.hidden = self.stalls = 0
         u, v = centre if centre is not None else ((h.u0 + h.u1) / 2, (h.v0 + h.v1) / 2)
         self._place(window_block(h, *self.record_of(u, v), wu, wv))
+
+    @property
+    def buffer(self) -> np.ndarray:
+        """The window's points, ``(Bu, Bv, 14)``, addressed modulo its size (read-only here: only
+        the window writes it, and contact pairs hold its address, which :attr:`version` tells them
+        to refresh whenever it changes)."""
+        return self._buffer
 
     # -- the update rule -----------------------------------------------------------------------
 
@@ -298,26 +305,26 @@ class StorageWindow:
     def _store(self, s: RecordBlock, data: np.ndarray) -> None:
         """Write a strip into the modulo-addressed buffer (at most 2 x 2 pieces if it wraps)."""
         h = self.header
-        Bu, Bv = self.buffer.shape[:2]
+        Bu, Bv = self._buffer.shape[:2]
         i0, i1, j0, j1 = h.block_points(s)
         for a0 in _wrap(i0, i1, Bu):
             for b0 in _wrap(j0, j1, Bv):
                 (ia, ib), (ja, jb) = a0, b0
-                self.buffer[ia % Bu:(ia % Bu) + ib - ia, ja % Bv:(ja % Bv) + jb - ja] = \
+                self._buffer[ia % Bu:(ia % Bu) + ib - ia, ja % Bv:(ja % Bv) + jb - ja] = \
                     data[ia - i0:ib - i0, ja - j0:jb - j0]
 
     # -- reading -----------------------------------------------------------------------------------
 
     def contains(self, u: float, v: float) -> bool:
         """True if (u, v) lies within the points the window holds."""
-        return locate(self.ip, self.fp, u, v) == INSIDE
+        return locate(self.ip, self.fp, float(u), float(v), 0, 0) == INSIDE
 
     def sample(self, u: float, v: float) -> SurfaceSample:
         """Interpolate at (u, v), which must lie inside the window (call :meth:`update` first)."""
         if not self.contains(u, v):
             raise WindowError(f"{self.name}: (u, v) = ({u}, {v}) is outside the window {self.block}")
         ev = np.empty(L.EV_SIZE)
-        evaluate(self.buffer, self.ip, self.fp, float(u), float(v), self.mode, ev)
+        evaluate(self._buffer, self.ip, self.fp, float(u), float(v), ev, 0, 0, 0)
         return SurfaceSample(point=ev[L.EV_S:L.EV_S + 3].copy(), normal=ev[L.EV_N:L.EV_N + 3].copy(),
                              tu=ev[L.EV_TU:L.EV_TU + 3].copy(), tv=ev[L.EV_TV:L.EV_TV + 3].copy(),
                              su=ev[L.EV_SU:L.EV_SU + 3].copy(), sv=ev[L.EV_SV:L.EV_SV + 3].copy())

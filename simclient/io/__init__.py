@@ -7,17 +7,7 @@
 - :func:`load_npy`: the store's binary bodies; :func:`read_field`: a whole extra per-point field.
 """
 
-from simclient.io._npy import load_npy
-from simclient.io._sources import (
-    CountingSource,
-    HttpSource,
-    LocalSource,
-    MemorySource,
-    Source,
-    open_surface,
-    read_field,
-)
-from simclient.io._transport import KeepAliveTransport
+import lazy_loader as _lazy
 
-__all__ = ["Source", "open_surface", "LocalSource", "HttpSource", "MemorySource", "CountingSource", "read_field",
-           "load_npy", "KeepAliveTransport"]
+# (names load when first used; __init__.pyi lists them)
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import httpx
 import numpy as np
 
 from simclient.errors import (
@@ -34,7 +33,6 @@ from simclient.errors import (
     TableChanged,
 )
 from simclient.io._npy import load_npy
-from simclient.io._transport import KeepAliveTransport
 from surfacestore.errors import (
     RecordOutOfRange,
     StorageUnavailable,
@@ -44,6 +42,9 @@ from surfacestore.errors import (
     UnknownField,
 )
 from surfacestore.format import Header, RecordBlock, Table
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["Source", "LocalSource", "HttpSource", "MemorySource", "CountingSource", "open_surface", "read_field"]
 
@@ -166,6 +167,10 @@ class HttpSource:
 
     def __init__(self, url: str, *, token: str | None = None, timeout: float = 10.0, retries: int = 8,
                  backoff: float = 0.05, transport: httpx.BaseTransport | None = None) -> None:
+        import httpx  # (a store's client only: a run on local tables does without it)
+
+        from simclient.io._transport import KeepAliveTransport
+
         self.url = url.rstrip("/")
         self.name = self.url.rsplit("/", 1)[-1]
         self.retries = retries
@@ -178,6 +183,8 @@ class HttpSource:
         self.header = Header.from_dict(r.json())
 
     def _get(self, url: str, *, what: str) -> httpx.Response:
+        import httpx
+
         delay = self.backoff
         for attempt in range(self.retries + 1):
             try:

@@ -1,40 +1,42 @@
 """The scenario plug-in contract: parameters, tables, runs and summaries.
 
-A scenario is a subclass of :class:`Scenario`; defining it registers it. It declares, as class
-keywords (``class Ball(Scenario, name=..., title=..., params=..., tables=...)``),
+A scenario is a package ``simclient/scenarios/NAME/`` of three modules, one shape for all:
 
-- ``name`` (``simclient run NAME``) and ``title`` (one line for ``--help``);
-- ``params``: a frozen dataclass of its parameters (``Params`` on the class). Fields made with
-  :func:`param` carry a help text and a unit and become its command-line options
-  (``--field-name``); the integration method and its tolerances are parameters like any other,
-  with the scenario's default;
-- ``tables``: the tables it reads, by role, with the default table name of each (the names of the
-  sample definitions); each role is also an option (``--ROLE NAME-OR-LOCATION``);
+- ``__init__.py`` (light: the command line reads it without numpy): a subclass of :class:`Scenario`
+  declaring, as class keywords (``class Ball(Scenario, name=..., title=..., params=..., tables=...)``),
+  ``name`` (``simclient run NAME``), ``title`` (one line for ``--help``), ``params`` (a frozen
+  dataclass of its parameters, ``Params`` on the class: fields made with :func:`param` carry a help
+  text and a unit and become its command-line options, ``--field-name``; the integration method and
+  its tolerances are parameters like any other) and ``tables`` (the tables it reads, by role, with
+  the default table name of each; each role is also an option, ``--ROLE NAME-OR-LOCATION``);
+- ``model.py``: ``run(params, tables, *, out=None, progress=None) -> Summary`` (``progress``: a
+  :data:`Progress`, one line of text at a time; with ``out``, the report's files are written there);
+- ``report.py``: ``text(summary) -> str`` and ``save(summary, out) -> list[Path]`` (histories, plots).
 
-and implements ``run(params, tables, out=, progress=) -> Summary`` and ``report(summary) -> str``.
-
-Adding a scenario touches ``simclient/scenarios/`` only: a module with the class, imported by the
-package (see :mod:`simclient.scenarios`).
+Defining the class registers it; :data:`SCENARIOS` knows every shipped scenario by name and imports
+its package when asked for it.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import math
 import os
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any, ClassVar
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from simclient.errors import ParameterError, SourceUnavailable
-from simclient.io import Source, open_surface
-from surfacestore.format import table_location
+
+if TYPE_CHECKING:
+    from simclient.io import Source
 
 __all__ = ["Scenario", "Summary", "Tables", "param", "extent_param", "check_choices", "check_positive", "SCENARIOS",
            "get_scenario", "locate", "extent", "Progress"]
@@ -116,6 +118,8 @@ def locate(name: str, store: str | None = None, tables: str | os.PathLike[str] |
     ``s3://`` prefix (``tables``, default ``tables`` in the current directory)."""
     if store:
         return f"{store.rstrip('/')}/v1/surfaces/{name}"
+    from surfacestore.format import table_location
+
     return table_location(tables if tables is not None else "tables", name)
 
 
@@ -161,6 +165,8 @@ class Tables:
 
     def open(self, role: str, default: str) -> Source:
         """Open the table playing ``role`` (on a store with replicas: the first that answers)."""
+        from simclient.io import open_surface
+
         tries = max(1, len(self.replicas()))
         for k in range(tries):
             location = self.location(role, default, k)
@@ -204,11 +210,36 @@ class Summary:
         return json.dumps({"scenario": self.scenario, **self.values}, indent=indent, default=_plain)
 
 
-#: registered scenarios by name (a :class:`Scenario` subclass registers itself when defined)
-SCENARIOS: dict[str, type[Scenario]] = {}
+#: the shipped scenarios' packages under simclient.scenarios, by name
+_PACKAGES = {"bouncing-ball": "bouncing_ball", "knee3d": "knee3d", "knee2d": "knee2d",
+             "prosthetic-knee": "prosthetic_knee", "artificial-knee": "artificial_knee", "blankevoort": "blankevoort",
+             "natural-knee": "natural_knee", "layer-drop": "layer_drop"}
+_registered: dict[str, type[Scenario]] = {}
+
+
+class _Registry(Mapping[str, "type[Scenario]"]):
+    """The scenarios by name: the shipped ones (each imported when first asked for) and any other
+    :class:`Scenario` subclass defined since."""
+
+    def __getitem__(self, name: str) -> type[Scenario]:
+        if name not in _registered and name in _PACKAGES:
+            importlib.import_module(f"simclient.scenarios.{_PACKAGES[name]}")
+        return _registered[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**dict.fromkeys(_PACKAGES), **dict.fromkeys(_registered)})
+
+    def __len__(self) -> int:
+        return len(set(_PACKAGES) | set(_registered))
+
+
+#: every scenario by name (a :class:`Scenario` subclass registers itself when defined)
+SCENARIOS: Mapping[str, type[Scenario]] = _Registry()
 
 
 def _plain(x: Any) -> Any:
+    import numpy as np
+
     if isinstance(x, np.ndarray):
         return x.tolist()
     if isinstance(x, np.generic):
@@ -218,7 +249,7 @@ def _plain(x: Any) -> Any:
     raise TypeError(f"{type(x).__name__} is not JSON serialisable")
 
 
-class Scenario(ABC):
+class Scenario:
     """A ready-made model run by ``simclient run NAME`` (see the module docstring)."""
 
     name: ClassVar[str]
@@ -230,22 +261,29 @@ class Scenario(ABC):
                           **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.name, cls.title, cls.Params, cls.tables = name, title, params, dict(tables)
-        if name in SCENARIOS:
+        if name in _registered:
             raise ParameterError(f"a scenario named {name!r} is already registered")
-        SCENARIOS[name] = cls
+        _registered[name] = cls
 
     def table_names(self, params: Any) -> dict[str, str]:
         """The default table name of each role this run reads (``tables`` unless the parameters
         choose other tables, e.g. a spline variant)."""
         return dict(self.tables)
 
-    @abstractmethod
-    def run(self, params: Any, tables: Tables, *, out: Path | None = None, progress: Progress | None = None) -> Summary:
-        """Run with ``params`` on ``tables``; with ``out``, write histories and plots there."""
+    @classmethod
+    def part(cls, name: str) -> ModuleType:
+        """The scenario package's module ``name``: ``model`` or ``report``."""
+        return importlib.import_module(f"{cls.__module__}.{name}")
 
-    @abstractmethod
+    def run(self, params: Any, tables: Tables, *, out: Path | None = None, progress: Progress | None = None) -> Summary:
+        """Run with ``params`` on ``tables`` (the model's ``run``); with ``out``, write the
+        report's histories and plots there."""
+        return self.part("model").run(params, tables, out=out, progress=progress)
+
     def report(self, summary: Summary) -> str:
-        """A short human-readable report of a run (the command line adds a failed run's message)."""
+        """A short human-readable report of a run (the report's ``text``; the command line adds a
+        failed run's message)."""
+        return self.part("report").text(summary)
 
     # -- command line ---------------------------------------------------------------------------
     @classmethod

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from simclient.errors import ParameterError
-from simclient.scenarios._base import Summary, Tables, get_scenario
+from simclient.scenarios._base import SCENARIOS, Summary, Tables, get_scenario
 from surfacestore import objects
 
 __all__ = ["Study", "STUDIES", "run_study", "get_study"]
@@ -26,22 +26,45 @@ __all__ = ["Study", "STUDIES", "run_study", "get_study"]
 
 @dataclass(frozen=True)
 class Study:
-    """A named set of runs of one scenario: ``cases`` are ``(label, parameters)`` pairs; ``plot``
-    names the comparison drawn (:func:`simclient.scenarios.report.save_study`)."""
+    """A named set of runs of one scenario: ``cases`` are ``(label, parameters)`` pairs. Its
+    comparison plot is its scenario's report's ``save_study(study, cases, out)``, or its
+    ``study_figure(plt, cases)`` saved as ``out/NAME.png``."""
 
     name: str
     scenario: str
     title: str
     cases: tuple[tuple[str, dict[str, Any]], ...]
-    plot: str = "knee2d"
 
 
-#: the registered studies by name
-STUDIES: dict[str, Study] = {}
+_registered: dict[str, Study] = {}
+
+
+class _Studies(Mapping[str, Study]):
+    """The studies by name: each scenario's package registers its own (all are imported, light,
+    when the studies are first listed)."""
+
+    def _all(self) -> dict[str, Study]:
+        for name in SCENARIOS:
+            SCENARIOS[name]
+        return _registered
+
+    def __getitem__(self, name: str) -> Study:
+        return self._all()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+#: the studies by name
+STUDIES: Mapping[str, Study] = _Studies()
 
 
 def register(study: Study) -> Study:
-    STUDIES[study.name] = study
+    """Register ``study`` (its scenario's package does, when imported)."""
+    _registered[study.name] = study
     return study
 
 
@@ -51,6 +74,24 @@ def get_study(name: str) -> Study:
         return STUDIES[name]
     except KeyError:
         raise ParameterError(f"unknown study {name!r}; choose one of {', '.join(STUDIES)}") from None
+
+
+def save_study(study: Study, cases: list[tuple[str, Summary]], out: Path) -> list[Path]:
+    """The comparison plot of ``study``'s ``cases`` into ``out`` (see :class:`Study`)."""
+    report = get_scenario(study.scenario).part("report")
+    out.mkdir(parents=True, exist_ok=True)
+    if hasattr(report, "save_study"):
+        return report.save_study(study, cases, out)
+    from simclient.results import pyplot
+
+    plt = pyplot()
+    fig = report.study_figure(plt, cases)
+    fig.suptitle(f"study {study.name}: {study.title}")
+    fig.tight_layout()
+    files = [out / f"{study.name}.png"]
+    fig.savefig(files[0], dpi=110)
+    plt.close(fig)
+    return files
 
 
 def _run_case(scenario: str, params: dict[str, Any], tables: Tables) -> Summary:
@@ -88,7 +129,5 @@ def run_study(study: Study, tables: Tables, *, out: Path | None = None, workers:
     cases = list(zip(labels, results))
     summary: dict[str, Any] = {"study": study.name, "cases": [{"case": label, **s.values} for label, s in cases]}
     if out is not None:
-        from simclient.scenarios.report import save_study
-
         summary["outputs"] = [str(f) for f in save_study(study, cases, out)]
     return summary, cases

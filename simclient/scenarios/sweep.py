@@ -243,7 +243,7 @@ def save_sweep(spec: SweepSpec, rows: list[dict[str, Any]], out: Path) -> list[P
 
     import zarr
 
-    from simclient.scenarios.report import _pyplot
+    from simclient.results import pyplot as _pyplot
 
     out.mkdir(parents=True, exist_ok=True)
     cols = _columns(rows)

@@ -319,12 +319,12 @@ def ball_on_layer(tables: Root, position: Sequence[float], velocity: Sequence[fl
 def foundation_drop(tables: Root, v0: float, **contact: Any
                     ) -> tuple[SimulationResult, MultibodySystem, FoundationLoad, float, float, float]:
     """:func:`ball_on_layer` (``contact`` its keywords) dropped from 10 um above the layer at ``v0``
-    (m/s) without gravity, until it has left again (DOP853, rtol 1e-8; four times the linear
+    (m/s) without gravity, until it has left again (DOP853-jit, rtol 1e-8; four times the linear
     layer's contact time): the result, the system, the load, the z of the ball's lowest point in
     its frame (m), and the times (s) it touches and leaves the layer (the dense output's roots)."""
     dmax = (1.5 * EF_MASS * v0**2 / EF_K) ** (1 / 3)
     system, load, lowest = ball_on_layer(tables, (0, 0, 1e-5), (0, 0, -v0), **contact)
-    res = simulate(system, 2e-5 / v0 + 4 * dmax / v0, method="DOP853", rtol=1e-8, atol=1e-12)
+    res = simulate(system, 2e-5 / v0 + 4 * dmax / v0, method="DOP853-jit", rtol=1e-8, atol=1e-12)
     if res.status != 0:
         raise SimulationError(f"elastic-foundation drop: {res.message}")
 
@@ -436,13 +436,8 @@ def terrain_pass(tables: Root, clearance: float = -1e-6, method: str = "DOP853-j
     never does, or with gravity) and the strip's window."""
     from scipy.optimize import minimize_scalar
 
-    from simclient.scenarios._tables import sample_spec
-
     R, v, x0 = 0.02, 1.0, -0.05
-    exact = sample_spec("terrain.toml", "wavy_strip").family
-
-    def section(u: float) -> np.ndarray:  # the strip's section at y = 0 (v = 0.5): (x, z) (m)
-        return exact.evaluate(np.array(u), np.array(0.5))[0][[0, 2]]
+    section = _strip_section()
 
     def nearest(f: Callable[[float], float]) -> Any:  # around the high crest, near u = 19
         return minimize_scalar(f, bounds=(17.0, 21.0), method="bounded", options={"xatol": 1e-12})
@@ -461,6 +456,23 @@ def terrain_pass(tables: Root, clearance: float = -1e-6, method: str = "DOP853-j
     res = _flying_ball(t, np.array([x0, 0.0, height]), Surface(Body("ground", fixed=True), strip), "ball-strip",
                        t_end, method, gravity)
     return res, t_onset, strip
+
+
+def _strip_section() -> Callable[[float], np.ndarray]:
+    """The sample ``wavy_strip``'s section along x (its definition's cubic B-spline through the
+    (x, z) of its control rows, evaluated by scipy from sample_surfaces/terrain.toml: a second
+    evaluation of the definition, besides the table's): ``section(u) -> (x, z)`` (m)."""
+    import tomllib
+
+    from scipy.interpolate import BSpline
+
+    import sample_surfaces
+
+    with sample_surfaces.definition("terrain.toml").open("rb") as f:
+        strip = tomllib.load(f)["surfaces"]["wavy_strip"]
+    rows = np.array(strip["control_points"])[:, 0, :]
+    curve = BSpline(np.array(strip["knots_u"], dtype=float), rows[:, [0, 2]], strip["degree_u"])
+    return lambda u: np.asarray(curve(u), dtype=float)
 
 
 def _terrain(tables: Root, cache: dict[str, Any]) -> dict[str, Any]:

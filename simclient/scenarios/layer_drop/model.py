@@ -1,90 +1,32 @@
-"""A ball dropped on a thin layer: elastic-foundation contact in dynamics
-(:class:`simclient.dynamics.FoundationLoad`), the layer elastic or viscoelastic
-(:class:`simclient.contact.ViscoelasticLayer`, a standard linear solid per element).
-
-The sample sphere (``ef_sphere``, the lower cap of a sphere of radius 20 mm) is a ball of ``mass``
-(a uniform ball's inertia) arriving at ``v0`` along -z, without gravity, 10 um above a layer on the
-sample plane (``ef_layer``, z = 0): ``thickness``, ``E``, ``nu``, small or large strain (Bei &
-Fregly's eqs. 1 and 2), and with ``rho`` < 1 viscoelastic: ``E`` is then the relaxed modulus,
-``E / rho`` the instantaneous one, ``creep_time`` the standard linear solid's creep time. The
-elements cover +-``half_width`` about the point of impact. The run ends when the ball is back at
-its starting height, or has gone through 95 % of the layer (a failed run), or at ``t_end``.
-
-Reported: the restitution (the speed leaving over the speed arriving; none where the ball has not
-left), the largest indentation (m), the contact time (s, while the layer pushes), the peak force
-(N), peak pressure (Pa) and contact area (m^2), the energy lost (J: what the ball brought less what
-it leaves with and what the layer still holds), and for the small-strain linear layer the closed
-forms of a paraboloid of the ball's radius R on a foundation, ``F = k d^2``, ``k = pi K R / h``
-(``K`` the aggregate modulus): the largest indentation ``(3 m v0^2 / (2 k))^(1/3)`` and the contact
-time ``(2/3) B(1/3, 1/2) d_max / v0``, at E and, for a viscoelastic layer, at E / rho (the elastic
-layers it lies between: too fast and too slow to relax).
-"""
+"""The layer drop's model (see :mod:`simclient.scenarios.layer_drop`)."""
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy.special import beta
 
-from simclient.contact import QUADRATURES, FoundationContact, LayerLaw, LinearLayer, ViscoelasticLayer, element_grid
-from simclient.dynamics import METHODS, Body, FoundationLoad, MultibodySystem, simulate
+from simclient.contact import FoundationContact, LayerLaw, LinearLayer, element_grid
+from simclient.dynamics import Body, FoundationLoad, MultibodySystem, simulate
 from simclient.errors import ContactError, ParameterError
 from simclient.io import Source
-from simclient.scenarios._base import (Progress, Scenario, Summary, Tables, check_choices, check_positive, extent_param,
-                                       param, time_progress)
-from simclient.scenarios.studies import Study, register
+from simclient.scenarios._base import (Progress, Summary, Tables, time_progress)
+from simclient.scenarios.layer_drop import LayerDropParams, LayerDropScenario
 
-__all__ = ["LayerDropParams", "layer_drop", "drop_system", "sphere_radius", "foundation_closed_form"]
+__all__ = ["run", "layer_drop", "drop_system", "sphere_radius", "foundation_closed_form"]
 
 START_GAP = 1e-5  # m: the ball's lowest point above the layer at the start
 
 
-@dataclass(frozen=True)
-class LayerDropParams:
-    """Model and integration parameters (SI); see the module docstring."""
-
-    v0: float = param(0.03, "impact speed", "m/s")
-    mass: float = param(0.01, "ball mass", "kg")
-    E: float = param(10e6, "layer Young's modulus (viscoelastic: the relaxed one)", "Pa")
-    nu: float = param(0.3, "layer Poisson's ratio")
-    thickness: float = param(0.005, "layer thickness", "m")
-    strain: str = param("small", "strain measure: small (Bei & Fregly eq. 1) or large (eq. 2)",
-                        choices=("small", "large"))
-    rho: float = param(1.0, "relaxed over instantaneous modulus, E_inf / E_0 (1: elastic)")
-    creep_time: float = param(1e-3, "the standard linear solid's creep time (with rho < 1)", "s")
-    dissipation: float = param(0.0, "Hunt-Crossley dissipation per element (see FoundationContact)", "s/m")
-    grid: tuple[int, int] = extent_param((41, 41), "elements over the layer's square (odd: one centred under the "
-                                         "ball, which the centre rule meets at once)")
-    half_width: float = param(0.003, "half the side of the elements' square", "m")
-    quadrature: str = param("centre", "element quadrature (quadratic: 16 points, and with rho < 1 16 states, "
-                            "per element)", choices=QUADRATURES)
-    t_end: float = param(0.05, "the run's end at the latest", "s")
-    method: str = param("DOP853", "integration method (explicit Runge-Kutta with rho < 1)", choices=tuple(METHODS))
-    rtol: float = param(1e-8, "relative tolerance")
-    atol: float = param(1e-12, "absolute tolerance")
-
-    def __post_init__(self) -> None:
-        check_choices(self, "layer-drop")
-        check_positive(self, "layer-drop", "v0", "mass", "E", "thickness", "creep_time", "half_width", "t_end", "rtol",
-                       "atol")
-        if not 0 <= self.nu < 0.5:
-            raise ParameterError(f"layer-drop: nu must lie in [0, 0.5), got {self.nu}")
-        if not 1e-6 <= self.rho <= 1:
-            raise ParameterError(f"layer-drop: rho must lie in [1e-6, 1], got {self.rho}")
-        if not math.isfinite(0.5 * self.mass * (self.v0 * self.v0)):  # (the energy balance and the step control need it)
-            raise ParameterError(f"layer-drop: the ball's kinetic energy 0.5 mass v0^2 overflows (v0 = {self.v0:g} m/s, "
-                                 f"mass = {self.mass:g} kg)")
-
-    @property
-    def layer(self) -> LayerLaw:
-        """The layer law: linear, viscoelastic where ``rho`` < 1."""
-        law = LinearLayer(self.E, self.nu, self.strain == "large")
-        return law if self.rho == 1 else ViscoelasticLayer(law, self.rho, self.creep_time)
+def run(params: LayerDropParams, tables: Tables, *, out: Path | None = None, progress: Progress | None = None) -> Summary:
+    """The scenario on ``tables``; with ``out``, its report's files there."""
+    roles = LayerDropScenario.tables
+    return layer_drop(tables.open("ball", roles["ball"]), tables.open("layer", roles["layer"]), params, out=out,
+                      progress=progress)
 
 
 def sphere_radius(sphere: Source) -> float:
@@ -194,9 +136,9 @@ def layer_drop(sphere: Source, plane: Source, params: LayerDropParams | None = N
     summary = Summary("layer-drop", values, {"history": history, "load": load, "system": system, "result": res,
                                              "lowest": lowest})
     if out is not None:
-        from simclient.scenarios.report import save_layer_drop
+        from simclient.scenarios.layer_drop import report
 
-        values["files"] = [str(f) for f in save_layer_drop(summary, Path(out))]
+        values["files"] = [str(f) for f in report.save(summary, Path(out))]
     return summary
 
 
@@ -266,47 +208,3 @@ def _contact_time(res: Any, system: MultibodySystem, load: FoundationLoad, t: np
     return float(last - first)
 
 
-class LayerDropScenario(Scenario, name="layer-drop", params=LayerDropParams,
-                        tables={"ball": "ef_sphere", "layer": "ef_layer"},
-                        title="a ball dropped on an elastic or viscoelastic layer (elastic-foundation contact in "
-                              "dynamics)"):
-
-    def run(self, params: LayerDropParams, tables: Tables, *, out: Path | None = None,
-            progress: Progress | None = None) -> Summary:
-        return layer_drop(tables.open("ball", self.tables["ball"]), tables.open("layer", self.tables["layer"]), params,
-                          out=out, progress=progress)
-
-    def report(self, summary: Summary) -> str:
-        layer = summary["layer"]
-        kind = (f"viscoelastic (rho {layer['rho']:g}, creep time {layer['creep_time_s']:g} s)" if layer.get("viscoelastic")
-                else "elastic")
-        lines = [f"layer-drop: a {summary['mass_kg'] * 1e3:g} g ball (R {summary['radius_m'] * 1e3:g} mm) at "
-                 f"{summary['v0_m_s']:g} m/s on a {layer['thickness_m'] * 1e3:g} mm {kind} layer, E "
-                 f"{layer['E_Pa'] / 1e6:g} MPa, {layer['strain']} strain, {summary['element_grid'][0]} x "
-                 f"{summary['element_grid'][1]} elements: {summary['steps']} steps, {summary['rhs']} right-hand sides, "
-                 f"{summary['wall_s']:.2f} s wall"]
-        closed = summary.get("closed_form", {})
-        bounds = "".join(f"; {name} elastic layer {c['max_indentation_m'] * 1e6:.3f} um, {c['contact_time_s'] * 1e3:.4f} ms"
-                         for name, c in closed.items())
-        lines += [f"  largest indentation {summary['max_indentation_m'] * 1e6:.3f} um, contact time "
-                  f"{summary['contact_time_s'] * 1e3:.4f} ms (closed form{'s' if len(closed) > 1 else ''}{bounds or ': none'})",
-                  f"  restitution {_restitution(summary)}; energy lost {summary['energy_lost_J']:.4g} J of "
-                  f"{summary['energy_in_J']:.4g} J",
-                  f"  peak force {summary['peak_force_N']:.4g} N, peak pressure {summary['peak_pressure_Pa'] / 1e6:.4g} MPa, "
-                  f"largest contact area {summary['max_area_m2'] * 1e6:.4g} mm^2"]
-        lines.extend(f"  wrote {f}" for f in summary.get("files", []))
-        return "\n".join(lines)
-
-
-def _restitution(summary: Summary) -> str:
-    """The restitution as reported: none where the ball did not leave the layer."""
-    e = summary["restitution"]
-    return "none (the ball did not leave the layer)" if e is None else f"{e:.5f}"
-
-
-#: creep times (s) of the study: around the 3-4 ms contact, from nearly relaxed to nearly elastic at E / rho
-CREEP_TIMES = (3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 1e-1)
-
-register(Study("layer-drop-creep-time", "layer-drop", "a ball on a viscoelastic layer (rho 0.5): restitution and "
-               "largest indentation against the creep time", tuple(
-                   (f"T={T:g}s", {"rho": 0.5, "creep_time": T}) for T in CREEP_TIMES), plot="layer-drop"))

@@ -1,50 +1,9 @@
-"""Blankevoort, Kuiper, Huiskes & Grootenboer (1991): the quasi-static knee with articular contact.
-
-The tibia is fixed; the femur's pose is six coordinates: the femoral origin ``a = (x, y, z)`` (m,
-tibia frame: x anterior, y medial, z proximal) and three angles (rad), ``R = Rz(-int) Rx(-var)
-Ry(-flex)`` (the paper's reversed Grood & Suntay sequence for the femur on the tibia: external
-rotation, valgus, extension): ``flex`` flexion (the femoral shaft turns posteriorly, the contact moves
-onto the posterior condyles), ``var``
-varus and ``int`` internal rotation, both of the tibia relative to the femur. Flexion is prescribed
-along the path; the other five coordinates solve equilibrium (eq. 18) by Newton
-(:func:`simclient.dynamics.newton`, central-difference Jacobian, the angles' generalized forces
-exact: ``Q_int = -M_z``, ``Q_var = -M . Rz(-int) e_x``, ``Q_flex = -M . Rz(-int) Rx(-var) e_y`` for the
-moment ``M`` about the femoral origin), continuing from the previous flexion.
-
-Loads: a compressive 150 N on the femur along -z (at its origin) and an axial torque of 3 N m about
-z, on the femur, of the sign that rotates the tibia internally (``--path internal``) or externally;
-12 ligament bundles (Table 1: stiffness k, reference strain eps_r, eps_l = 0.03, eqs. 6-8): the
-reference lengths are the bundle lengths in the reference position (flexion, internal rotation and
-AP and ML translation zero, the femur pressed down by the 150 N alone), ``L0 = L_r / (eps_r + 1)``.
-
-Contact per compartment (medial: y > 0):
-- ``linear`` / ``nonlinear``: a thin layer on a rigid foundation (eqs. 13-15, ``sigma = S u/h`` or
-  ``-S ln(1 - u/h)``, S the aggregate modulus, h = 4 mm: both 2 mm layers), integrated over an
-  element grid on the femoral condyle's table; each element's penetration is measured along its
-  ray to the tibial table (Bei & Fregly's rays, not the paper's vertical projection: they agree to
-  the cosine of the surface slope, a few per cent on these plateaus);
-- ``rigid``: point contact on the least-squares planes ("pl. rig."): the common-normal contact of
-  the condyle table and the plane table holds the gap at zero with the contact force as one more
-  unknown per compartment; a compartment whose force comes out tensile is dropped (the paper's
-  active set).
-``tibia``: the layers may also run on the planes (the paper's Figs. 7-8 compare the two); rigid
-contact runs on the planes only. Each row of the envelope also gives, for the layers, each condyle's
-peak stress, largest displacement ``u_n`` and contact area (Fig. 10's quantities); a flexion step
-starts from the previous equilibrium moved along the path's tangent (:meth:`BlankevoortKnee.predicted`)
-and, if it does not converge, is taken in halves (:func:`simclient.dynamics.continue_step`). The studies
-``blankevoort-modulus`` (Fig. 9) and ``blankevoort-contact`` (Figs. 7-8) are registered here.
-
-Assumptions (the paper gives the surfaces and the insertions in figures only): the surfaces of
-``sample_surfaces/blankevoort.toml`` (ellipsoidal condyles, polynomial plateaus) and the insertions
-of :data:`BUNDLES` (plausible anatomical positions consistent with the paper's origin, 15 mm
-proximal to the pAC's tibial insertion); E = 5 MPa, nu = 0.45.
-"""
+"""The blankevoort's model (see :mod:`simclient.scenarios.blankevoort`)."""
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,11 +11,11 @@ import numpy as np
 
 from simclient.contact import CompartmentResult, ContactPair, FoundationContact, LinearLayer, element_grid
 from simclient.dynamics import BlankevoortLaw, continue_step, newton, tangent_step
-from simclient.errors import ContactError, ParameterError
+from simclient.errors import ContactError
 from simclient.geometry import StorageWindow, rx, ry, rz
 from simclient.io import Source
-from simclient.scenarios._base import Progress, Scenario, Summary, Tables, check_positive, extent_param, param
-from simclient.scenarios.studies import Study, register
+from simclient.scenarios._base import Progress, Summary, Tables
+from simclient.scenarios.blankevoort import SIDES, Blankevoort, BlankevoortParams
 
 __all__ = ["BUNDLES", "BlankevoortParams", "BlankevoortKnee", "blankevoort", "Blankevoort"]
 
@@ -95,7 +54,6 @@ PAPER_95_DEG = {"medial_force_N": 620.0, "lateral_force_N": 440.0}
 #: where the paper's largest surface displacements and stresses occur (Fig. 10 and its text)
 PAPER_LARGEST_STRESS = {"condyle": "lateral", "path": "internal", "flexion_deg": 90.0}
 
-SIDES = ("medial", "lateral")
 #: coordinates: x, y, z (m), flexion, varus, internal (rad); flexion (3) is prescribed
 FREE = [0, 1, 2, 4, 5]
 STEP = np.full(5, 1e-7)  # central-difference steps: m and rad
@@ -111,57 +69,12 @@ MIN_STEP = 1 / 1024
 FEW_ELEMENTS = 100
 
 
-@dataclass(frozen=True)
-class BlankevoortParams:
-    """Model parameters (SI); see the module docstring for the assumptions."""
-
-    contact: str = param("linear", "articular contact", choices=("rigid", "linear", "nonlinear"))
-    tibia: str = param("auto", "tibial surfaces: the polynomial plateaus or their least-squares planes (auto: "
-                       "polynomials for the thin layers, planes for rigid contact, as in the paper)",
-                       choices=("auto", "polynomial", "planes"))
-    path: str = param("both", "axial torque of the envelope: tibial internal or external rotation",
-                      choices=("internal", "external", "both"))
-    E: float = param(5e6, "cartilage Young's modulus", "Pa")
-    nu: float = param(0.45, "cartilage Poisson's ratio")
-    thickness: float = param(4e-3, "both cartilage layers together", "m")
-    flexion_max_deg: float = param(100.0, "flexion at the end of the path", "deg")
-    flexion_step_deg: float = param(5.0, "flexion increment of the path (the last one shorter where it does "
-                                    "not divide the path)", "deg")
-    torque_Nm: float = param(3.0, "axial torque's magnitude", "N m")
-    compression_N: float = param(150.0, "compressive force on the femur along the tibial axis", "N")
-    grid: tuple[int, int] = extent_param((36, 84), "elements per femoral condyle (ML x sagittal)")
-    tol: float = param(1e-6, "equilibrium tolerance, N and N m")
-
-    def __post_init__(self) -> None:
-        # (without the compressive force the reference position, the femur pressed down by it, is
-        # not defined: the bundles' reference lengths came from a femur off its plateaus)
-        check_positive(self, "blankevoort", "E", "thickness", "flexion_max_deg", "flexion_step_deg", "tol",
-                       "compression_N")
-        if not 0 <= self.torque_Nm < math.inf:  # (a magnitude: the path gives the sign)
-            raise ParameterError(f"blankevoort: torque_Nm is the axial torque's magnitude (N m; --path gives its "
-                                 f"sign): it must be finite and at least 0, got {self.torque_Nm}")
-        if self.contact == "rigid" and self.tibia == "polynomial":
-            raise ParameterError("blankevoort: rigid contact runs on the plateaus' planes (--tibia planes), as in the "
-                                 "paper: on the curved plateaus point contact cannot be held in every position")
-        if not 0 <= self.nu < 0.5:
-            raise ParameterError(f"blankevoort: nu must lie in [0, 0.5), got {self.nu}")
-        if self.thickness > 0.02:
-            raise ParameterError(f"blankevoort: a cartilage thickness of {self.thickness * 1e3:g} mm is more than "
-                                 "the joint space the surfaces leave (at most 20 mm)")
-        if min(self.grid) < 2:
-            raise ParameterError(f"blankevoort: grid must be at least 2x2 elements, got {self.grid}")
-        if self.flexion_max_deg > 180:
-            raise ParameterError(f"blankevoort: flexion_max_deg must be at most 180 deg, got {self.flexion_max_deg:g}")
-        if self.flexion_max_deg / self.flexion_step_deg > 10_000:  # (a path of more steps ran out of memory)
-            raise ParameterError(f"blankevoort: flexion_step_deg {self.flexion_step_deg:g} deg makes more than 10000 "
-                                 f"steps to {self.flexion_max_deg:g} deg")
-
-    @property
-    def surfaces(self) -> str:
-        """The tibial surfaces this contact runs on: ``polynomial`` or ``planes``."""
-        if self.tibia == "auto":
-            return "planes" if self.contact == "rigid" else "polynomial"
-        return self.tibia
+def run(params: BlankevoortParams, tables: Tables, *, out: Path | None = None, progress: Progress | None = None) -> Summary:
+    """The scenario on ``tables``; with ``out``, its report's files there."""
+    femoral = {s: tables.open(f"femoral_{s}", Blankevoort.tables[f"femoral_{s}"]) for s in SIDES}
+    kind = "plane" if params.surfaces == "planes" else "tibial"
+    tibial = {s: tables.open(f"{kind}_{s}", Blankevoort.tables[f"{kind}_{s}"]) for s in SIDES}
+    return blankevoort(femoral, tibial, params, out=out, progress=progress)
 
 
 def rotation(flexion: float, varus: float, internal: float) -> np.ndarray:
@@ -506,9 +419,9 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
     values["wall_s"] = time.perf_counter() - t0
     summary = Summary("blankevoort", values, {"knee": knee})
     if out is not None:
-        from simclient.scenarios.report import save_blankevoort
+        from simclient.scenarios.blankevoort import report
 
-        values["files"] = save_blankevoort(Path(out), summary)
+        values["files"] = report.save(summary, Path(out))
     return summary
 
 
@@ -547,58 +460,3 @@ def _largest_strain(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
             "flexion_deg": row["flexion_deg"]}
 
 
-class Blankevoort(Scenario, name="blankevoort", params=BlankevoortParams,
-                  tables={f"{kind}_{side}": f"bk_{kind}_{side}" for kind in ("femoral", "tibial", "plane")
-                          for side in SIDES},
-                  title="Blankevoort 1991: the quasi-static knee's envelope of passive motion with articular contact"):
-
-    def run(self, params: BlankevoortParams, tables: Tables, *, out: Path | None = None,
-            progress: Progress | None = None) -> Summary:
-        femoral = {s: tables.open(f"femoral_{s}", self.tables[f"femoral_{s}"]) for s in SIDES}
-        kind = "plane" if params.surfaces == "planes" else "tibial"
-        tibial = {s: tables.open(f"{kind}_{s}", self.tables[f"{kind}_{s}"]) for s in SIDES}
-        return blankevoort(femoral, tibial, params, out=out, progress=progress)
-
-    def table_names(self, params: BlankevoortParams) -> dict[str, str]:
-        unused = "tibial" if params.surfaces == "planes" else "plane"
-        return {r: n for r, n in self.tables.items() if not r.startswith(unused)}
-
-    def report(self, summary: Summary) -> str:
-        on = "the plateaus' planes" if summary["tibia"] == "planes" else "the polynomial plateaus"
-        lines = [f"blankevoort ({summary['contact']} contact on {on}, E = "
-                 f"{summary['E_Pa'] / 1e6:g} MPa): {summary['wall_s']:.1f} s wall, {summary['path_solves']} solves; "
-                 f"largest residuals {summary['max_residual_N']:.2g} N, {summary['max_residual_Nm']:.2g} N m"]
-        lines.append(f"  {'path':9s}{'flexion':>9s}{'int rot':>9s}{'varus':>8s}{'AP':>8s}{'ML':>8s}{'PD':>8s}"
-                     f"{'medial':>9s}{'lateral':>9s}")
-        lines.append(f"  {'':9s}{'[deg]':>9s}{'[deg]':>9s}{'[deg]':>8s}{'[mm]':>8s}{'[mm]':>8s}{'[mm]':>8s}"
-                     f"{'[N]':>9s}{'[N]':>9s}")
-        for r in summary["envelope"]:
-            if abs(r["flexion_deg"] / 10 - round(r["flexion_deg"] / 10)) > 1e-9 and r["flexion_deg"] != 95:
-                continue
-            t = np.array(r["translation_m"]) * 1e3
-            lines.append(f"  {r['path']:9s}{r['flexion_deg']:9.0f}{r['internal_rotation_deg']:9.2f}{r['varus_deg']:8.2f}"
-                         f"{t[0]:8.2f}{t[1]:8.2f}{t[2]:8.2f}{r['medial_force_N']:9.1f}{r['lateral_force_N']:9.1f}")
-        if "at_95_deg_internal" in summary:
-            a = summary["at_95_deg_internal"]
-            lines.append(f"  at 95 deg (internal path): medial {a['medial_force_N']:.0f} N, lateral "
-                         f"{a['lateral_force_N']:.0f} N; the paper (its specimen): 620 N / 440 N")
-        if summary.get("largest_stress"):
-            w = summary["largest_stress"]
-            lines.append(f"  largest layer stress {w['peak_stress_Pa'] / 1e6:.2f} MPa (displacement "
-                         f"{w['max_displacement_m'] * 1e3:.2f} mm): {w['condyle']} condyle, {w['path']} path, "
-                         f"{w['flexion_deg']:g} deg; the paper: lateral condyle, internal path, 90 deg")
-        if summary.get("largest_strain"):
-            e = summary["largest_strain"]
-            lines.append(f"  largest bundle strain {e['strain'] * 100:.1f} % ({e['bundle']}, {e['force_N']:.0f} N): "
-                         f"{e['path']} path, {e['flexion_deg']:g} deg")
-        lines.extend(f"  wrote {f}" for f in summary.get("files", []))
-        return "\n".join(lines)
-
-
-register(Study("blankevoort-modulus", "blankevoort", "Blankevoort et al. Fig. 9: the cartilage's Young's modulus "
-               "from 2.5 to 20 MPa (linear layer)", tuple((f"E={E / 1e6:g}MPa", {"E": E})
-                                                          for E in (2.5e6, 5e6, 10e6, 20e6)), plot="blankevoort"))
-register(Study("blankevoort-contact", "blankevoort", "Blankevoort et al. Figs. 7-8: thin layers on the polynomial "
-               "plateaus, a layer and rigid contact on their planes",
-               (("linear", {}), ("nonlinear", {"contact": "nonlinear"}), ("linear-planes", {"tibia": "planes"}),
-                ("rigid-planes", {"contact": "rigid"})), plot="blankevoort"))

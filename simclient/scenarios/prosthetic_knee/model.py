@@ -1,42 +1,16 @@
-"""Markus et al. (2019): a prosthetic leg whose knee is a polycentric four-bar linkage
-(``simclient run prosthetic-knee``, ``simclient study prosthetic-knee-laws``).
-
-Four planar bodies (Table 1; the inertias read as kg mm^2, the printed unit being wrong): 1 foot,
-shank and housing; 2 anterior link; 3 thigh; 4 posterior link; revolute joints A (2-3), B (3-4),
-C (1-4), D (1-2) at the local vectors of eqs. 19-20 (body 4's vector printed "A" is joint B).
-Table 2's initial coordinates do not close the joints (0.84-1.03 mm apart: the angles are rounded
-to 0.01 rad), so the position Newton of eqs. 3-4 assembles them first, keeping the thigh where Table
-2 puts it. A spring-damper between E (body 2) and F (body 1), eq. 24: k = 250 kN/m, c = 50 kN s/m. A
-rubber stop, a 3 mm-radius sphere on body 1, 10 mm from joint C, against a convex polar cubic
-profile on body 4 (sample_surfaces/prosthetic_knee.toml), found by the 2D common normal on their
-tables (eqs. 10-18), with Flores' law (eq. 6), the penalty law with the cubic STEP damping (eqs.
-7-9) or Hertz (eq. 5). The thigh's motion is prescribed (three coordinates of body 3).
-
-Assumptions (the paper leaves them out): gravity 9.81 m/s^2 along -y; the hip (body 3's point E,
-which Table 2 puts at the origin) stays where it is and the thigh turns by ``thigh_range`` (35 deg,
-the range of a stance phase's thigh angle in Winter's data, hip flexion to extension) in
-``stance_duration`` (0.6 s), a quintic in time from rest to rest (Table 2's velocities are zero);
-the spring's rest length is its initial length less ``spring_preload`` (3 mm, 750 N): the
-extension-assist spring of a polycentric knee holds the knee against its extension stop, and with
-no preload the stop carries only the leg's weight and inertia (Flores then penetrates at most 0.12
-mm over every stop placement tried, against the paper's 0.49 mm); the sphere starts 0.05 mm (along
-its path about C) from the profile. Constraints: Baumgarte-stabilised acceleration equations, and
-the state projected back onto the joints every ``project_every`` (1 ms).
-"""
+"""The prosthetic knee's model (see :mod:`simclient.scenarios.prosthetic_knee`)."""
 
 from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from simclient.contact import LAWS, ProfilePair, make_law
+from simclient.contact import ProfilePair, make_law
 from simclient.dynamics import (
-    METHODS,
     PlanarBody,
     PlanarContact,
     PlanarSystem,
@@ -46,13 +20,11 @@ from simclient.dynamics import (
     simulate,
     spring_damper,
 )
-from simclient.errors import ParameterError
 from simclient.geometry import StorageWindow, rot2
-from simclient.scenarios._base import (Progress, Scenario, Summary, Tables, check_choices, check_positive, param,
-                                       time_progress)
-from simclient.scenarios.studies import Study, register
+from simclient.scenarios._base import Progress, Summary, Tables, time_progress
+from simclient.scenarios.prosthetic_knee import TABLES, ProstheticKneeParams
 
-__all__ = ["ProstheticKneeParams", "ProstheticKnee", "prosthetic_knee", "BODIES", "JOINT_VECTORS", "JOINTS"]
+__all__ = ["run", "prosthetic_knee", "BODIES", "JOINT_VECTORS", "JOINTS"]
 
 #: Table 1 and Table 2: mass (kg), inertia (kg m^2, printed kg mm^2), initial x, y (m) and angle (rad)
 BODIES = {
@@ -72,41 +44,20 @@ JOINT_VECTORS = {
 JOINTS = {"A": (2, 3), "B": (3, 4), "C": (1, 4), "D": (1, 2)}
 #: the stop sphere's centre on body 1 (m): 10.4 mm from joint C (see the TOML)
 SPHERE_ON_BODY1 = (18.2283e-3, 247.1339e-3)
-TABLES = {"sphere": "markus_stop_sphere", "profile": "markus_stop_profile"}
 
 
 def _point(body: int, name: str) -> np.ndarray:
     return np.array(JOINT_VECTORS[body][name])
 
 
-@dataclass(frozen=True)
-class ProstheticKneeParams:
-    """prosthetic-knee parameters (SI) and run settings."""
+def run(params: ProstheticKneeParams, tables: Tables, *, out: Path | None = None, progress: Progress | None = None) -> Summary:
+    """The scenario on ``tables``; with ``out``, its report's files there."""
+    summary = prosthetic_knee(tables, params, progress)
+    if out is not None:
+        from simclient.scenarios.prosthetic_knee import report
 
-    law: str = param("flores", "contact force law of the stop", choices=tuple(LAWS))
-    K: float = param(99.99e6, "contact stiffness", "N/m^1.5")
-    cr: float = param(0.15, "coefficient of restitution (Flores and the other dissipative laws)")
-    d_max: float = param(1e-4, "penalty-step: the indentation over which the damping ramps up", "m")
-    c_max: float = param(49915.668, "penalty-step: the full damping", "N s/m")
-    thigh_range: float = param(35.0, "the thigh's rotation over the stance phase (hip flexion to extension)", "deg")
-    stance_duration: float = param(0.6, "duration of the thigh's motion", "s")
-    spring_preload: float = param(3e-3, "the spring's initial length less its rest length", "m")
-    t_end: float = param(0.7, "simulated time", "s")
-    method: str = param("DOP853", "integration method", choices=tuple(METHODS))
-    rtol: float = param(1e-9, "relative tolerance of the adaptive methods")
-    atol: float = param(1e-12, "absolute tolerance of the adaptive methods")
-    project_every: float = param(1e-3, "the longest time between projections onto the joints", "s")
-    samples: int = 4001
-
-    def __post_init__(self) -> None:
-        check_choices(self, "prosthetic-knee")
-        check_positive(self, "prosthetic-knee", "t_end", "stance_duration", "project_every", "rtol", "atol")
-        if not 0.01 <= self.stance_duration <= 100:  # (the quintic's coefficients overflow or divide by zero)
-            raise ParameterError(f"prosthetic-knee: stance_duration must lie in [0.01, 100] s, got {self.stance_duration}")
-        if not (abs(self.thigh_range) <= 90):
-            raise ParameterError(f"prosthetic-knee: the thigh range must be within +-90 deg, got {self.thigh_range}")
-        if not (0 <= self.spring_preload < 0.05):
-            raise ParameterError(f"prosthetic-knee: the spring preload must be in [0, 0.05) m, got {self.spring_preload}")
+        summary.values["outputs"] = [str(f) for f in report.save(summary, out)]
+    return summary
 
 
 def thigh_motion(theta0: float, hip: np.ndarray, rng: float, T: float) -> Any:
@@ -223,29 +174,3 @@ def _summary(system: PlanarSystem, stop: PlanarContact, joints: list[Revolute2D]
     return values, h
 
 
-class ProstheticKnee(Scenario, name="prosthetic-knee", params=ProstheticKneeParams, tables=TABLES,
-                     title="Markus et al. 2019: the prosthetic four-bar knee with its rubber stop"):
-
-    def run(self, params: ProstheticKneeParams, tables: Tables, *, out: Path | None = None,
-            progress: Progress | None = None) -> Summary:
-        summary = prosthetic_knee(tables, params, progress)
-        if out is not None:
-            from simclient.scenarios.report import save_prosthetic_knee
-
-            summary.values["outputs"] = [str(f) for f in save_prosthetic_knee([(params.law, summary)], out)]
-        return summary
-
-    def report(self, summary: Summary) -> str:
-        k = summary["knee_flexion_deg"]
-        return "\n".join([
-            f"prosthetic-knee ({summary['law']}): assembly residual {summary['assembly_residual_m']:.1e} m, joint "
-            f"drift <= {summary['max_link_length_drift_m']:.1e} m; {summary['wall_s']:.2f} s wall",
-            f"  stop: max penetration {summary['max_penetration_m'] * 1e3:.3f} mm, peak force "
-            f"{summary['peak_contact_force_N']:.0f} N (width {summary['peak_width_s'] * 1e3:.1f} ms at half height), "
-            f"in contact {summary['contact_duration_s']:.3f} s, {summary['impacts']} onset(s)",
-            f"  knee angle {k['min']:.2f} .. {k['max']:.2f} deg"])
-
-
-register(Study("prosthetic-knee-laws", "prosthetic-knee", "Markus et al. Fig. 6: the stop with Flores' law, the "
-               "STEP penalty law and Hertz", tuple((law, {"law": law}) for law in ("flores", "penalty-step", "hertz")),
-               plot="prosthetic-knee"))

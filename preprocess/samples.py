@@ -1,4 +1,5 @@
-"""The sample tables: built from the sample definitions (package ``sample_surfaces``) on demand."""
+"""The sample tables: built from the sample definitions (package ``sample_surfaces``) on demand,
+by the command lines and the demo (``simclient`` itself reads tables only)."""
 
 from __future__ import annotations
 
@@ -7,32 +8,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import sample_surfaces
-from preprocess import PreprocessError
-from preprocess.build import SurfaceSpec, build_surface, is_current, load_spec
-from simclient.errors import SimClientError
+from preprocess.build import SurfaceSpec, build_surface, is_current, load_spec, parse_surface, sample_points
+from preprocess.errors import PreprocessError
 from surfacestore import objects
 from surfacestore.errors import SurfaceStoreError
 from surfacestore.format import table_location
 
-__all__ = ["ensure_sample_tables", "ensure_table", "missing_real_tables", "sample_spec", "table_exists"]
-
-
-def table_exists(location: str) -> bool:
-    """Something is at the table ``location``: a folder of that name (a table or not: never built
-    over, opening it says what is wrong) or, on object storage, a published table."""
-    return objects.exists(location) if objects.is_object_url(location) else Path(location).exists()
-
-
-def missing_real_tables(root: str | Path, names: Iterable[str]) -> dict[str, Path]:
-    """Those of the tables ``names`` missing from ``root`` that are fitted from data outside the
-    project (never built on demand), with the definition under ``sample_surfaces/real`` that builds
-    each."""
-    missing = {}
-    for name in names:
-        definition = sample_surfaces.real_definition(name)
-        if definition is not None and not table_exists(table_location(root, name)):
-            missing[name] = definition
-    return missing
+#: what the benchmarks that build tables take as their ``builder`` (this module: the command line passes it)
+__all__ = ["ensure_sample_tables", "ensure_table", "sample_spec", "build_surface", "parse_surface", "sample_points"]
 
 
 def ensure_table(spec: SurfaceSpec, out: str | Path, quiet: bool = True, missing_only: bool = False) -> str:
@@ -41,14 +24,14 @@ def ensure_table(spec: SurfaceSpec, out: str | Path, quiet: bool = True, missing
     name is there); return its location (printing ``built LOCATION`` unless ``quiet``)."""
     path = table_location(out, spec.name)
     try:
-        if not (table_exists(path) if missing_only else is_current(spec, out)):
+        if not (objects.table_exists(path) if missing_only else is_current(spec, out)):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # analytic normals at the ball's poles, expected
                 build_surface(spec, out, overwrite=True)
             if not quiet:
                 print(f"built {path}", flush=True)
     except (PreprocessError, SurfaceStoreError, OSError) as exc:
-        raise SimClientError(f"building the table {path}: {exc}") from exc
+        raise PreprocessError(f"building the table {path}: {exc}") from exc
     return path
 
 
@@ -62,7 +45,7 @@ def ensure_sample_tables(out: str | Path, quiet: bool = True, names: Iterable[st
     try:
         specs = [spec for f in sample_surfaces.definitions() for spec in load_spec(f)]
     except PreprocessError as exc:
-        raise SimClientError(f"reading the sample definitions: {exc}") from exc
+        raise PreprocessError(f"reading the sample definitions: {exc}") from exc
     return [ensure_table(spec, out, quiet, missing_only) for spec in specs if wanted is None or spec.name in wanted]
 
 
@@ -71,4 +54,4 @@ def sample_spec(file_name: str, name: str) -> SurfaceSpec:
     for spec in load_spec(sample_surfaces.definition(file_name)):
         if spec.name == name:
             return spec
-    raise SimClientError(f"no surface {name!r} in the sample definitions {file_name}")
+    raise PreprocessError(f"no surface {name!r} in the sample definitions {file_name}")

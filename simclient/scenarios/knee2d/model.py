@@ -1,37 +1,15 @@
-"""The planar knee of thesis chapter 5 (``simclient run knee2d``, ``simclient study knee2d-*``).
-
-The femur is fixed (its frame, at the intercondylar notch, is the global frame: x anterior, y
-proximal); the tibia is a free planar body (Table 5.1: m = 3.75 kg, J = 0.065 kg m^2, centre of mass
-at (-201.6, -174.9) mm, angle 0.6145 rad, i.e. 54.79 deg of flexion, flexion = 90 deg - phi). It is
-moved by gravity, the external pulse of eq. 5.1 at its centre of mass along its proximal axis, the
-four quadratic ligaments of Table 5.2 (eqs. 5.23-5.24) and the contact between the femoral condyle
-and the tibial plateau, found by the 2D common normal (eqs. 5.10-5.22) on profile tables
-(sample_surfaces/knee2d.toml) or, for the conformality study of section 5.3, the closed-form circles
-and plane of eqs. 5.25-5.31 (Table 5.3's radii and stiffnesses).
-
-The run lasts 0.4 s (the thesis' duration). Assumptions (the chapter does not give them): gravity
-9.81 m/s^2 along -y; the tibia starts at rest; the pulse lasts t_d = 0.0712 s and is off afterwards;
-the MRI points are this project's (see the TOML; they and t_d are calibrated to the thesis' R4 and
-R20: the Flores loop ratio of R20 moves from 5520 to 77 as t_d goes from 70 to 75 ms);
-the closed-form geometries touch the profiles where these are nearest at the start (so every
-geometry starts 1.07 mm apart along the same normal); the double layer's second layer is bone on bone (normal bone for 90 % OA,
-osteoporotic for 90 % OA + OP), K from Hertz's sphere-plane formula with the healthy model's radius
-(30.4 mm), which reproduces the thesis' 3260513 N/m^1.5 for cartilage.
-"""
+"""The planar knee's model (see :mod:`simclient.scenarios.knee2d`)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from preprocess.families import PROFILE_SPLINES
-from simclient.contact import DAMPING, LAWS, MATERIALS, CirclePair, ForceLaw, ProfilePair, hertz_stiffness, make_law
+from simclient.contact import MATERIALS, CirclePair, ForceLaw, ProfilePair, hertz_stiffness, make_law
 from simclient.dynamics import (
-    METHODS,
     Ligament,
     PlanarBody,
     PlanarContact,
@@ -44,13 +22,11 @@ from simclient.dynamics import (
     simulate,
 )
 from simclient.errors import ContactError, ParameterError
-from simclient.geometry import INTERPOLATIONS, StorageWindow
-from simclient.scenarios._base import (Progress, Scenario, Summary, Tables, check_choices, check_positive, extent_param,
-                                       param, time_progress)
-from simclient.scenarios.studies import Study, register
+from simclient.geometry import StorageWindow
+from simclient.scenarios._base import Progress, Summary, Tables, time_progress
+from simclient.scenarios.knee2d import GEOMETRIES, MATERIAL_NAMES, Knee2DParams, table_names
 
-__all__ = ["Knee2DParams", "Knee2D", "knee2d", "LIGAMENTS_2D", "MATERIAL_CASES", "GEOMETRIES", "flexion_deg",
-           "impact_hysteresis"]
+__all__ = ["run", "knee2d", "force_law", "LIGAMENTS_2D", "MATERIAL_CASES", "flexion_deg", "impact_hysteresis"]
 
 #: Table 5.2: femoral insertion (x, y), tibial insertion (xi, eta) in mm, l0 (mm), k (N/mm^2)
 LIGAMENTS_2D = {
@@ -64,12 +40,6 @@ LIGAMENTS_2D = {
 TIBIA_MASS, TIBIA_INERTIA, TIBIA_POSITION, TIBIA_ANGLE = 3.75, 0.065, (-0.2016, -0.1749), 0.6145
 R_HEALTHY = 0.0304  # m, the medial femur radius of the text, with which Hertz gives K = 3260513 N/m^1.5
 H_CARTILAGE = 0.415e-3  # m, 10 % of the 4.15 mm of cartilage (the 90 % OA models' first layer)
-#: Table 5.3 (radii in m, K in N/m^1.5 as printed; see simclient.contact.hertz_stiffness on the erratum)
-GEOMETRIES = {
-    "convex-convex": (0.02640, 0.03602, 2750403.0),
-    "convex-concave": (0.03040, 0.07500, 5879434.0),
-    "convex-plane": (0.03040, None, 3260513.0),
-}
 #: the closed forms' placement: they touch the profiles where these are nearest at the start, the
 #: condyle's point (femur frame = global, m), the plateau's (tibia frame (xi, eta), m) and the
 #: common normal there (global, towards the femur); a test checks these against the profile tables
@@ -94,62 +64,39 @@ MATERIAL_CASES: dict[str, dict[str, Any]] = {
                 "cr": MATERIALS["osteoporotic-bone"].cr},
     "oa100-op": {"K": _sphere_plane("osteoporotic-bone", "osteoporotic-bone"), "cr": MATERIALS["osteoporotic-bone"].cr},
 }
+assert tuple(MATERIAL_CASES) == MATERIAL_NAMES
 
 
-@dataclass(frozen=True)
-class Knee2DParams:
-    """knee2d parameters (SI) and run settings."""
+def force_law(p: Knee2DParams) -> ForceLaw:
+    """The contact's force law: the material's (Table 5.5) or the closed-form geometry's stiffness."""
+    m = MATERIAL_CASES[p.material]
+    cr = m["cr"] if p.cr is None else p.cr
+    if p.geometry != "splines":
+        return make_law(p.law, GEOMETRIES[p.geometry][2], cr)
+    if "K2" in m:  # the double-layer materials
+        if p.law not in ("hertz", "double-layer"):
+            raise ParameterError(f"knee2d: the {p.material} material is a double layer (Hertz in each "
+                                 f"layer, eq. 5.33); the {p.law} law does not apply (the thesis leaves "
+                                 "the OA models out of the dissipative-law runs)")
+        return make_law("double-layer", m["K"], K2=m["K2"], h1=m["h1"])
+    if p.law == "double-layer":
+        raise ParameterError(f"knee2d: double-layer needs a layered material (oa90, oa90-op), not {p.material}")
+    return make_law(p.law, m["K"], cr)
 
-    law: str = param("hertz", "contact force law (the 90 % OA materials use double-layer)", choices=tuple(LAWS))
-    cr: float | None = param(None, "coefficient of restitution (default: the material's)", parse=float)
-    material: str = param("healthy", "contact materials (Table 5.5)", choices=tuple(MATERIAL_CASES))
-    amplitude: float = param(50.0, "amplitude A of the external pulse", "N")
-    pulse_duration: float = param(0.0712, "duration t_d of the external pulse", "s")
-    spline: str = param("shape-preserving", "the profiles' piecewise cubic", choices=tuple(PROFILE_SPLINES))
-    geometry: str = param("splines", "contact geometry: the profiles or a closed form of section 5.3",
-                          choices=("splines", *GEOMETRIES))
-    t_end: float = param(0.4, "simulated time (the thesis': 0.4 s)", "s")
-    window: tuple[int, int] = extent_param((64, 1), "the profiles' windows, records (at most the whole profile)")
-    interpolation: str = param("hermite", "interpolation inside the windows", choices=tuple(INTERPOLATIONS))
-    method: str = param("DOP853", "integration method", choices=tuple(METHODS))
-    rtol: float = param(1e-9, "relative tolerance of the adaptive methods")
-    atol: float = param(1e-12, "absolute tolerance of the adaptive methods")
-    samples: int = 2001
 
-    def __post_init__(self) -> None:
-        check_choices(self, "knee2d")
-        check_positive(self, "knee2d", "t_end", "pulse_duration", "rtol", "atol")
-        if not (0 < self.amplitude <= 1000):
-            raise ParameterError(f"knee2d: the pulse amplitude must be in (0, 1000] N, got {self.amplitude}")
-        if self.cr is not None and not 0 < self.cr <= 1:
-            raise ParameterError(f"knee2d: the coefficient of restitution must be in (0, 1], got {self.cr}")
+def run(params: Knee2DParams, tables: Tables, *, out: Path | None = None, progress: Progress | None = None) -> Summary:
+    """The planar knee on ``tables`` (the profiles of :func:`table_names`); with ``out``, its report's files there."""
+    summary = knee2d(tables, params, progress)
+    if out is not None:
+        from simclient.scenarios.knee2d import report
 
-    def force_law(self) -> ForceLaw:
-        m = MATERIAL_CASES[self.material]
-        cr = m["cr"] if self.cr is None else self.cr
-        if self.geometry != "splines":
-            return make_law(self.law, GEOMETRIES[self.geometry][2], cr)
-        if "K2" in m:  # the double-layer materials
-            if self.law not in ("hertz", "double-layer"):
-                raise ParameterError(f"knee2d: the {self.material} material is a double layer (Hertz in each "
-                                     f"layer, eq. 5.33); the {self.law} law does not apply (the thesis leaves "
-                                     "the OA models out of the dissipative-law runs)")
-            return make_law("double-layer", m["K"], K2=m["K2"], h1=m["h1"])
-        if self.law == "double-layer":
-            raise ParameterError(f"knee2d: double-layer needs a layered material (oa90, oa90-op), not {self.material}")
-        return make_law(self.law, m["K"], cr)
+        summary.values["outputs"] = [str(f) for f in report.save(summary, out)]
+    return summary
 
 
 def flexion_deg(phi: float) -> float:
     """Knee flexion (deg) from the tibia's angle (rad): 90 deg - phi."""
     return 90.0 - math.degrees(phi)
-
-
-def table_names(params: Knee2DParams) -> dict[str, str]:
-    """The profile tables of ``params`` by role (none for the closed-form geometries)."""
-    if params.geometry != "splines":
-        return {}
-    return {part: f"knee2d_{part}_{params.spline}" for part in ("femur", "tibia")}
 
 
 def _window(source: Any, p: Knee2DParams) -> StorageWindow:
@@ -189,7 +136,7 @@ def knee2d(tables: Tables, params: Knee2DParams = Knee2DParams(), progress: Prog
     femur = PlanarBody("femur", fixed=True)
     tibia = PlanarBody("tibia", mass=TIBIA_MASS, inertia=TIBIA_INERTIA, position=np.array(TIBIA_POSITION),
                        angle=TIBIA_ANGLE)
-    law = p.force_law()
+    law = force_law(p)
     names = table_names(p)
     if names:
         wf, wt = (_window(tables.open(part, names[part]), p) for part in ("femur", "tibia"))
@@ -309,47 +256,3 @@ def _summary(system: PlanarSystem, contact: PlanarContact, ligaments: list[Ligam
         "max_ligament_force_N": {lig.name: float(hist[f"ligament_{lig.name}_N"].max()) for lig in ligaments},
     }
     return values, hist
-
-
-class Knee2D(Scenario, name="knee2d", params=Knee2DParams,
-            tables={"femur": "knee2d_femur_shape-preserving", "tibia": "knee2d_tibia_shape-preserving"},
-            title="thesis chapter 5: the planar knee (spline profiles, 2D common normal, pulse, four ligaments)"):
-
-    def table_names(self, params: Knee2DParams) -> dict[str, str]:
-        return table_names(params)
-
-    def run(self, params: Knee2DParams, tables: Tables, *, out: Path | None = None,
-            progress: Progress | None = None) -> Summary:
-        summary = knee2d(tables, params, progress)
-        if out is not None:
-            from simclient.scenarios.report import save_knee2d
-
-            summary.values["outputs"] = [str(f) for f in save_knee2d(summary, out)]
-        return summary
-
-    def report(self, summary: Summary) -> str:
-        periods = "; ".join(f"{c['start_flexion_deg']:.1f} -> {c['end_flexion_deg']:.1f} deg"
-                            for c in summary["contact_periods"]) or "none"
-        lig = ", ".join(f"{k} {v:.0f} N" for k, v in summary["max_ligament_force_N"].items())
-        return "\n".join([
-            f"knee2d ({summary['geometry']}, {summary['law']}, {summary['material']}, A = {summary['amplitude_N']:g} N): "
-            f"flexion {summary['initial_flexion_deg']:.2f} -> {summary['final_flexion_deg']:.2f} deg in "
-            f"{summary['t_final_s']:.2f} s; {summary['wall_s']:.2f} s wall",
-            f"  contact periods: {periods}",
-            f"  max indentation {summary['max_indentation_m'] * 1e3:.4f} mm, max force {summary['max_force_N']:.1f} N, "
-            f"first impact's hysteresis {summary['first_impact_hysteresis_J']:.3e} J",
-            f"  max ligament forces: {lig}"] + ([f"  FAILED: {summary['message']}"] if not summary.ok else []))
-
-
-# -- the chapter's studies (simclient study NAME) -------------------------------------------------
-register(Study("knee2d-splines", "knee2d", "section 5.2: the three piecewise cubics of the profiles",
-               tuple((s, {"spline": s}) for s in PROFILE_SPLINES)))
-register(Study("knee2d-geometry", "knee2d", "section 5.3: conformality, the closed-form circles and plane",
-               tuple((g, {"geometry": g}) for g in GEOMETRIES)))
-register(Study("knee2d-laws", "knee2d", "section 5.4: the force laws of Table 5.4 (healthy cartilage)",
-               tuple((law, {"law": law}) for law in DAMPING)))
-register(Study("knee2d-materials", "knee2d", "section 5.5: the five contact scenarios of Table 5.5 (Hertz)",
-               tuple((m, {"material": m}) for m in MATERIAL_CASES)))
-register(Study("knee2d-amplitude", "knee2d", "section 5.6: the pulse amplitude, Hertz and Flores et al.",
-               tuple((f"{law}-{a}", {"law": law, "amplitude": float(a)}) for law in ("hertz", "flores")
-                     for a in (50, 150))))
