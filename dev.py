@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Set up the project's environment and run its main jobs. Needs only python3 (>= 3.11).
 
-    python3 dev.py demo    # set up, build the sample tables, serve them, simulate, print a summary
-    python3 dev.py test    # set up and run the test suite
-    python3 dev.py setup   # set up only (.venv with the project installed in editable mode)
+    python3 dev.py demo           # set up, build the sample tables, serve them, simulate, print a summary
+    python3 dev.py test [--fast]  # set up with the test tools and run the test suite (--fast: not the slow tests)
+    python3 dev.py docs           # build the documentation site and serve it (--record: measure its results)
+    python3 dev.py setup          # set up only (.venv with the project and its test tools, editable)
 
 The virtual environment lives in .venv; it is (re)installed when pyproject.toml or constraints.txt
 changes, with the versions constraints.txt pins (those the test suite last passed with). Where those
 cannot be installed (another Python, another platform), or with ``--latest`` after the job's name,
-it takes the newest versions pyproject.toml allows instead.
+it takes the newest versions pyproject.toml allows instead. The demo installs what running needs;
+the other jobs add the test and documentation tools.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ VENV = ROOT / ".venv"
 PY = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def setup(latest: bool = False) -> None:
+def setup(latest: bool = False, extras: str = "[test]") -> None:
     if sys.version_info < (3, 11):
         sys.exit(f"python >= 3.11 is required (this is {sys.version.split()[0]})")
     if not PY.exists():
@@ -34,18 +36,24 @@ def setup(latest: bool = False) -> None:
     stamp = VENV / ".installed"
     pins = ROOT / "constraints.txt"
     want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + (b"latest" if latest else pins.read_bytes()))
-    if not stamp.exists() or stamp.read_text() != want.hexdigest():
+    done = stamp.read_text().split() if stamp.exists() else []
+    # (an installation with the test tools serves the demo too)
+    if not done or done[0] != want.hexdigest() or (extras and extras not in done[1:]):
         print("installing the project and its dependencies into .venv ...", flush=True)
         subprocess.run([PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
-        install = [PY, "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[test]"]
+        install = [PY, "-m", "pip", "install", "--quiet", "-e", f"{ROOT}{extras}"]
         if latest or subprocess.run([*install, "-c", pins]).returncode != 0:
             if not latest:
                 print("the pinned versions of constraints.txt did not install here: taking the newest that "
                       "pyproject.toml allows", flush=True)
             subprocess.run([*install, "--upgrade"], check=True)
-        stamp.write_text(want.hexdigest())
-    # the compiled kernels of this version of the sources, built now where missing (a run would build
-    # them itself; here the first run does not wait): their module is named by a hash of its sources
+        stamp.write_text(" ".join([want.hexdigest(), extras or "[]"]))
+    # the project's bytecode, written now (pip does so for what it installs, not for an editable
+    # project; a process that cannot write it, PYTHONDONTWRITEBYTECODE, would compile every module
+    # at every start), and the compiled kernels of this version of the sources, built now where
+    # missing (a run would build them itself; here the first run does not wait)
+    packages = ["surfacestore", "preprocess", "simclient", "sample_surfaces"]
+    subprocess.run([PY, "-m", "compileall", "-q", *packages], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     subprocess.run([PY, "-m", "simclient.cli", "kernels"], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
 
 
@@ -54,14 +62,21 @@ def main() -> int:
     latest = "--latest" in sys.argv[2:]
     if latest:
         sys.argv.remove("--latest")
-    setup(latest)
-    if job == "setup":
-        return 0
+    if job not in ("demo", "test", "docs", "setup"):
+        sys.exit(f"unknown job {job!r}: use demo, test, docs or setup")
+    setup(latest, "" if job == "demo" else "[test]")
+    args = sys.argv[2:]
     if job == "test":
-        return subprocess.run([PY, "-m", "pytest", *sys.argv[2:]], cwd=ROOT).returncode
+        fast = ["-m", "not slow"] if "--fast" in args else []
+        return subprocess.run([PY, "-m", "pytest", *fast, *[a for a in args if a != "--fast"]], cwd=ROOT).returncode
     if job == "demo":
-        return subprocess.run([PY, "-m", "simclient.demo", *sys.argv[2:]], cwd=ROOT).returncode
-    sys.exit(f"unknown job {job!r}: use demo, test or setup")
+        return subprocess.run([PY, "-m", "simclient.demo", *args], cwd=ROOT).returncode
+    if job == "docs":
+        if "--record" in args:
+            return subprocess.run([PY, "-m", "docs.generate.record", *[a for a in args if a != "--record"]],
+                                  cwd=ROOT).returncode
+        return subprocess.run([PY, "-m", "mkdocs", "serve", "--dev-addr", "127.0.0.1:8001", *args], cwd=ROOT).returncode
+    return 0
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from surfacestore import __version__
 from preprocess.build import build_surface, is_current, load_spec
 from preprocess.errors import PreprocessError
 from surfacestore.errors import SurfaceStoreError
@@ -186,7 +187,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                                      crop=args.crop,
                                      max_tilt_deg=args.max_tilt,
                                      overwrite=args.overwrite, residual_map=args.residual_map)
-    for w in {str(c.message) for c in caught if "analytic normal" not in str(c.message)}:
+    for w in {str(c.message) for c in caught}:
         print(f"warning: {w}", file=sys.stderr)
     if args.json:
         print(json.dumps({"table": table.location, "report": report}, indent=2))
@@ -216,6 +217,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="preprocess", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("build", help="sample the surfaces of a TOML definition into tables")
@@ -234,9 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--no-stats", action="store_true", help="header only")
     i.set_defaults(func=_cmd_inspect)
 
+    from preprocess.fit import METHODS, PARAMETRIZATIONS
+
     f = sub.add_parser("fit", help="fit a mesh or point cloud and build its table")
     f.add_argument("input", type=Path, help="STL, OBJ, PLY mesh or XYZ/CSV point cloud")
-    f.add_argument("--param", choices=["planar", "cylindrical", "spherical", "toroidal", "auto"], default="auto",
+    f.add_argument("--param", choices=[*PARAMETRIZATIONS, "auto"], default="auto",
                    help="parametrization of the data [auto: planar, spherical or cylindrical, and says why]")
     f.add_argument("--axis", help="planar: projection normal; cylindrical, toroidal: axis; spherical: dome direction "
                                   "(x, y, z, -x, ... or ax,ay,az); default: estimated")
@@ -246,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--max-tilt", type=float, metavar="DEG",
                    help="leave out the mesh triangles tilted more than DEG from the parametrization's outward "
                         "direction (walls a height field cannot follow), e.g. a femoral component: --max-tilt 45")
-    f.add_argument("--method", choices=["bspline", "tps", "polynomial"], default="bspline",
+    f.add_argument("--method", choices=list(METHODS), default="bspline",
                    help="penalized B-spline, Argatov's regularized thin plate (planar) or Blankevoort's bivariate "
                         "polynomial height field (planar) [bspline]")
     f.add_argument("--degree", type=int, help="the B-spline's degree [3], or the polynomial's total degree [6]")

@@ -3,7 +3,6 @@ by the command lines and the demo (``simclient`` itself reads tables only)."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -25,9 +24,7 @@ def ensure_table(spec: SurfaceSpec, out: str | Path, quiet: bool = True, missing
     path = table_location(out, spec.name)
     try:
         if not (objects.table_exists(path) if missing_only else is_current(spec, out)):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # analytic normals at the ball's poles, expected
-                build_surface(spec, out, overwrite=True)
+            build_surface(spec, out, overwrite=True)
             if not quiet:
                 print(f"built {path}", flush=True)
     except (PreprocessError, SurfaceStoreError, OSError) as exc:

@@ -7,7 +7,6 @@ described in :mod:`preprocess.build`.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,7 @@ from preprocess.errors import DefinitionError, DegenerateNormal
 from preprocess.families import Family, make_family
 from surfacestore.errors import InvalidTableName
 from surfacestore.format import CODECS, DEFAULT_CODEC, DEGENERATE_TOL, NFIELDS, validate_table_name
+from surfacestore.toml import toml_value
 
 __all__ = ["Placement", "SurfaceSpec", "parse_surface", "sample_points", "spec_source"]
 
@@ -141,7 +141,7 @@ def parse_surface(name: str, d: Mapping[str, Any], family: str | type[Family] | 
     params = {k: v for k, v in d.items() if k not in _GRID_KEYS}
     for key in (*params, "u_range", "v_range", "u_range_deg", "v_range_deg", "placement"):
         if key in d and _holds_bool(d[key]):  # (TOML's true is Python's 1: it passed as a number)
-            raise DefinitionError(f"{name}: {key} must hold numbers, not true or false, got {d[key]!r}")
+            raise DefinitionError(f"{name}: {key} must hold numbers, not true or false, got {toml_value(d[key])}")
     fam = make_family(fam_name, params) if not isinstance(fam_name, Family) else fam_name
     if "grid" not in d or "record" not in d:
         raise DefinitionError(f"{name}: 'grid' and 'record' ([points in u, points in v]) are required")
@@ -208,7 +208,8 @@ def sample_points(spec: SurfaceSpec, i0: int, i1: int, j0: int, j1: int) -> np.n
     """The 14 fields of grid points ``[i0, i1) x [j0, j1)``: array ``(i1-i0, j1-j0, 14)``.
 
     Raises :class:`DegenerateNormal` naming the grid indices where ``tu x tv`` vanishes and the
-    family has no analytic normal; where it has one, it is used with a warning.
+    family has no analytic normal; where it has one (a sphere's poles), that normal is exact and is
+    used without a word.
     """
     u = spec.u_range[0] + np.arange(i0, i1) * spec.du
     v = spec.v_range[0] + np.arange(j0, j1) * spec.dv
@@ -237,8 +238,6 @@ def sample_points(spec: SurfaceSpec, i0: int, i1: int, j0: int, j1: int) -> np.n
             raise DegenerateNormal(f"{spec.name}: |tu x tv| ~ 0 at grid points (i, j) = {where}{more}; "
                                    "change the parametrization or the range so the grid avoids them")
         n[ii, jj] = fixed
-        warnings.warn(f"{spec.name}: |tu x tv| ~ 0 at grid points (i, j) = {where}{more}; "
-                      "using the family's analytic normal there", stacklevel=2)
     out = np.empty((i1 - i0, j1 - j0, NFIELDS))
     out[..., 0] = u[:, None]
     out[..., 1] = v[None, :]

@@ -57,7 +57,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _report(scenario: Scenario, summary: Summary) -> str:
     """A run's report, with its failure (a failed run's report shows how far it came)."""
-    return scenario.report(summary) + ("" if summary.ok else f"\n  FAILED: {summary['message']}")
+    wrote = "".join(f"\n  wrote {f}" for f in summary.get("outputs", []))
+    return scenario.report(summary) + wrote + ("" if summary.ok else f"\n  FAILED: {summary['message']}")
 
 
 def _make_out(out: Path | None) -> None:

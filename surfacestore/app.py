@@ -41,7 +41,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import numpy as np
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi_offline import FastAPIOffline
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -130,11 +130,15 @@ def parse_index(raw: str | None, name: str, minimum: int = 0) -> int:
     return value
 
 
+class _NoSuchRecord(SurfaceStoreError):
+    """``/records/{ri}/{rj}`` names a record outside the table's grid: a resource that is not there (404)."""
+
+
 def _error_parts(exc: BaseException) -> tuple[int, str, str]:
     """HTTP status, error code and detail for an exception (DESIGN's JSON errors)."""
     if isinstance(exc, _Unauthorized):
         return 401, "unauthorized", str(exc)
-    if isinstance(exc, (TableNotFound, InvalidTableName)):
+    if isinstance(exc, (TableNotFound, InvalidTableName, _NoSuchRecord)):
         return 404, "not_found", str(exc)
     if isinstance(exc, BlockTooLarge):
         return 413, "block_too_large", str(exc)
@@ -228,7 +232,12 @@ class _Store:
             block = window_block(cat.get(name).header, ri, rj, wu, wv, wrap=False)  # (one contiguous block)
         table = cat.get(name)
         h = table.header
-        h.check_block(block)
+        try:
+            h.check_block(block)
+        except RecordOutOfRange as exc:  # (a record named in the path that is not there is not found)
+            if kind == "records":
+                raise _NoSuchRecord(str(exc)) from None
+            raise
         if array != "points" and array not in h.extras:
             raise UnknownField(f"{name}: no per-point array {array!r} (extras: {list(h.extras)})")
         i0, i1, j0, j1 = h.block_points(block)
@@ -361,7 +370,7 @@ class DataFastPath:
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    text = {304: "not modified (If-None-Match)", 401: "missing or wrong token", 404: "no such table or key",
+    text = {304: "not modified (If-None-Match)", 401: "missing or wrong token", 404: "no such table, key or record",
             413: "more records or bytes than the limits", 416: "the byte range is outside the key",
             422: "bad or out-of-range parameters", 503: "the table or a record is unreadable, or the server is busy"}
     return {s: ({"description": text[s]} if s == 304 else {"model": ErrorBody, "description": text[s]})
@@ -390,7 +399,9 @@ def _params_doc(*names: str, path: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the store for ``settings`` (default: from the environment)."""
+    """Build the store for ``settings`` (default: from the environment): the error handlers, the
+    routers of the tables' metadata, their data and the browser's views, and (``fast_path``) the
+    ASGI middleware that serves the data endpoints ahead of FastAPI's routing."""
     settings = settings or Settings.from_env()
     store = _Store(settings)
     # the API docs' scripts and styles come from the package (fastapi-offline), not from a CDN:
@@ -398,23 +409,36 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPIOffline(title="surfacestore", version="1", docs_url="/docs", redoc_url="/redoc")
     app.state.settings = settings
     app.state.catalog = store.catalog
+    _add_error_handlers(app, store)
+    auth = [Depends(_token_check(store))]
+    app.include_router(_table_router(store, auth))
+    app.include_router(_data_router(store, auth))
+    app.include_router(_view_router(store, auth))
+    if settings.fast_path:
+        app.add_middleware(DataFastPath, store=store)
+    return app
 
+
+def _token_check(store: _Store) -> Any:
     async def require_token(request: Request) -> None:
         store.check_token(request.headers.get("authorization"))
+    return require_token
 
-    def respond(result: tuple[int, dict[str, str], bytes]) -> Response:
-        status, headers, body = result
-        return Response(body, status_code=status, headers=headers)  # a HEAD's content-length is the key's
 
-    # -- errors ------------------------------------------------------------------------------------
+def _respond(result: tuple[int, dict[str, str], bytes]) -> Response:
+    status, headers, body = result
+    return Response(body, status_code=status, headers=headers)  # a HEAD's content-length is the key's
 
+
+def _add_error_handlers(app: FastAPI, store: _Store) -> None:
+    """JSON errors ``{"error", "detail"}`` for the store's errors, bad parameters and HTTP's own."""
     @app.exception_handler(_Unauthorized)
     @app.exception_handler(SurfaceStoreError)
     @app.exception_handler(_BadParameter)
     @app.exception_handler(_Unsatisfiable)
     @app.exception_handler(ValueError)
     async def _known_error(request: Request, exc: Exception) -> Response:
-        return respond(_error_response(exc, store.roots))
+        return _respond(_error_response(exc, store.roots))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -427,69 +451,74 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return JSONResponse({"error": error, "detail": str(exc.detail)}, status_code=exc.status_code,
                             headers=dict(exc.headers or {}))  # 405 keeps its Allow header
 
-    # -- endpoints ---------------------------------------------------------------------------------
 
-    @app.get("/v1/health")
+def _table_router(store: _Store, auth: list[Any]) -> APIRouter:
+    """Liveness, the list of tables and each table's header."""
+    router = APIRouter()
+
+    @router.get("/v1/health")
     async def health() -> dict[str, Any]:
         """Liveness, and the record cache's statistics."""
         return {"status": "ok", "cache": store.catalog.cache.stats()}
 
-    auth = [Depends(require_token)]
-
-    @app.get("/v1/surfaces", dependencies=auth, responses=_errors(401))
+    @router.get("/v1/surfaces", dependencies=auth, responses=_errors(401))
     async def list_surfaces() -> list[dict[str, Any]]:
         """The tables under the root; a table whose header cannot be read is listed with
         ``status: unreadable`` and the reason, the others as usual (``status: ok``)."""
-        def scan() -> list[dict[str, Any]]:
-            out: list[dict[str, Any]] = []
-            for name in store.catalog.names():
-                try:
-                    h = store.catalog.get(name).header
-                except TableNotFound:
-                    continue  # removed meanwhile
-                except SurfaceStoreError as exc:
-                    out.append({"name": name, "status": "unreadable",
-                                "detail": _error_response(exc, store.roots)[2].decode()})
-                    continue
-                out.append({"name": name, "status": "ok", "shape": [h.u_npts, h.v_npts, 14],
-                            "records": [h.n_rec_u, h.n_rec_v], "record_points": [h.u_pts, h.v_pts],
-                            "digest": h.digest})
-            return out
+        return await run_in_threadpool(_listing, store)
 
-        return await run_in_threadpool(scan)
-
-    @app.get("/v1/surfaces/{name}", dependencies=auth, responses=_errors(304, 401, 404, 422, 503))
+    @router.get("/v1/surfaces/{name}", dependencies=auth, responses=_errors(304, 401, 404, 422, 503))
     async def header(name: str, request: Request) -> Response:
-        """The table's header (DESIGN.md's keys and the extensions the README lists)."""
+        """The table's header (the format's keys and its extensions)."""
         table = await run_in_threadpool(store.catalog.get, name)
         etag = f'"{table.header.digest.removeprefix("sha256:")}"'
         if request.headers.get("if-none-match") == etag:
             return Response(status_code=304, headers={"ETag": etag, "Cache-Control": "no-cache"})
         return JSONResponse(table.header.to_dict(), headers={"ETag": etag, "Cache-Control": "no-cache"})
+    return router
 
-    # The three data endpoints are served by DataFastPath ahead of these routes, which run the same
-    # code (with fast_path off) and document them.
+
+def _listing(store: _Store) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for name in store.catalog.names():
+        try:
+            h = store.catalog.get(name).header
+        except TableNotFound:
+            continue  # removed meanwhile
+        except SurfaceStoreError as exc:
+            out.append({"name": name, "status": "unreadable", "detail": _error_response(exc, store.roots)[2].decode()})
+            continue
+        out.append({"name": name, "status": "ok", "shape": [h.u_npts, h.v_npts, 14], "records": [h.n_rec_u, h.n_rec_v],
+                    "record_points": [h.u_pts, h.v_pts], "digest": h.digest})
+    return out
+
+
+def _data_router(store: _Store, auth: list[Any]) -> APIRouter:
+    """The record, block and window endpoints and the raw Zarr keys. The first three are served by
+    :class:`DataFastPath` ahead of FastAPI's routing (FastAPI's validation costs more than serving
+    a cached window); these routes run the same code (with ``fast_path`` off) and document them."""
+    router = APIRouter()
     data_errors: dict[int | str, dict[str, Any]] = {**_NPY_200, **_errors(304, 401, 404, 413, 422, 503)}
 
     async def _data(request: Request, name: str, kind: str) -> Response:
-        return respond(await store.serve_data(
+        return _respond(await store.serve_data(
             name, kind, request.query_params, request.path_params.get("ri"), request.path_params.get("rj"),
             request.headers.get("if-none-match"), request.headers.get("authorization")))
 
-    @app.get("/v1/surfaces/{name}/records/{ri}/{rj}", responses=data_errors, response_class=Response,
-             openapi_extra=_params_doc("ri", "rj", path=("ri", "rj")))
+    @router.get("/v1/surfaces/{name}/records/{ri}/{rj}", responses=data_errors, response_class=Response,
+                openapi_extra=_params_doc("ri", "rj", path=("ri", "rj")))
     async def record(name: str, request: Request) -> Response:
         """One record."""
         return await _data(request, name, "records")
 
-    @app.get("/v1/surfaces/{name}/block", responses=data_errors, response_class=Response,
-             openapi_extra=_params_doc("ri0", "ri1", "rj0", "rj1"))
+    @router.get("/v1/surfaces/{name}/block", responses=data_errors, response_class=Response,
+                openapi_extra=_params_doc("ri0", "ri1", "rj0", "rj1"))
     async def block(name: str, request: Request) -> Response:
         """The records ``[ri0, ri1) x [rj0, rj1)`` as one array."""
         return await _data(request, name, "block")
 
-    @app.get("/v1/surfaces/{name}/window", responses=data_errors, response_class=Response,
-             openapi_extra=_params_doc("ri", "rj", "wu", "wv"))
+    @router.get("/v1/surfaces/{name}/window", responses=data_errors, response_class=Response,
+                openapi_extra=_params_doc("ri", "rj", "wu", "wv"))
     async def window(name: str, request: Request) -> Response:
         """A ``wu x wv`` block of records centred on record ``(ri, rj)``, shifted inward at the borders."""
         return await _data(request, name, "window")
@@ -499,46 +528,51 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         206: {"description": "a byte range of the key"}, **_errors(304, 401, 404, 413, 416, 422, 503)}
 
     async def _zarr(request: Request, name: str, key: str) -> Response:
-        return respond(await run_in_threadpool(store.zarr_key, name, key, request.method,
-                                               request.headers.get("range"), request.headers.get("if-none-match")))
+        return _respond(await run_in_threadpool(store.zarr_key, name, key, request.method,
+                                                request.headers.get("range"), request.headers.get("if-none-match")))
 
-    @app.get("/zarr/{name}/{key:path}", dependencies=auth, responses=zarr_responses, response_class=Response,
-             operation_id="get_zarr_key")
+    @router.get("/zarr/{name}/{key:path}", dependencies=auth, responses=zarr_responses, response_class=Response,
+                operation_id="get_zarr_key")
     async def zarr_key(name: str, key: str, request: Request) -> Response:
         """A raw Zarr v3 key of the table (``zarr.json``, chunk and shard keys); single byte ranges."""
         return await _zarr(request, name, key)
 
-    @app.head("/zarr/{name}/{key:path}", dependencies=auth, responses=zarr_responses, response_class=Response,
-              operation_id="head_zarr_key")
+    @router.head("/zarr/{name}/{key:path}", dependencies=auth, responses=zarr_responses, response_class=Response,
+                 operation_id="head_zarr_key")
     async def zarr_key_head(name: str, key: str, request: Request) -> Response:
         """The headers of :func:`zarr_key` (its size in ``Content-Length``)."""
         return await _zarr(request, name, key)
+    return router
 
-    # -- browser pages (surfacestore.pages) --------------------------------------------------------
+
+def _view_router(store: _Store, auth: list[Any]) -> APIRouter:
+    """The browser's pages (:mod:`surfacestore.pages`) and what they draw: previews of tables and
+    pressure series."""
+    router = APIRouter()
 
     def static(file: str, media: str) -> Response:
         return Response(pages.page(file), media_type=media, headers={"cache-control": "no-cache"})
 
-    @app.get("/", include_in_schema=False)
+    @router.get("/", include_in_schema=False)
     async def index_page() -> Response:
         return static("index.html", "text/html; charset=utf-8")
 
-    @app.get("/view/{name}", include_in_schema=False)
+    @router.get("/view/{name}", include_in_schema=False)
     async def view_page(name: str) -> Response:
         return static("view.html", "text/html; charset=utf-8")
 
-    @app.get("/results", include_in_schema=False)
+    @router.get("/results", include_in_schema=False)
     async def results_page() -> Response:
         return static("results.html", "text/html; charset=utf-8")
 
-    @app.get("/web/{file}", include_in_schema=False)
+    @router.get("/web/{file}", include_in_schema=False)
     async def web_script(file: str) -> Response:
         if file not in pages.SCRIPTS:
             raise TableNotFound(f"no page asset {file!r}")
         return static(file, "text/javascript; charset=utf-8")
 
-    @app.get("/v1/surfaces/{name}/preview", dependencies=auth, response_class=Response,
-             responses={**_NPY_200, **_errors(401, 404, 422, 503)})
+    @router.get("/v1/surfaces/{name}/preview", dependencies=auth, response_class=Response,
+                responses={**_NPY_200, **_errors(401, 404, 422, 503)})
     async def preview(name: str, n: int = Query(128, ge=2, le=pages.MAX_PREVIEW, description="points a side (about)"),
                       array: str = Query("points", pattern=NAME_PATTERN,
                                          description="'points' or an extra per-point field")) -> Response:
@@ -548,16 +582,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return Response(npy_bytes(data), media_type=NPY, headers={"x-preview-step": f"{su},{sv}",
                                                                    "cache-control": "no-cache"})
 
-    @app.get("/v1/results", dependencies=auth, responses=_errors(401, 404, 422))
+    @router.get("/v1/results", dependencies=auth, responses=_errors(401, 404, 422))
     async def results(path: str = Query(..., pattern=RESULT_PATH_PATTERN,
                                         description="a pressure series (pressure.zarr) under the root")) -> JSONResponse:
         """A pressure-map series written by a scenario (``--out DIR`` under the store's root):
         ``t_s``, and per compartment the element centres and the maps in Pa (null: no element)."""
         return JSONResponse(await run_in_threadpool(pages.pressure_series, store.catalog.root, path))
-
-    if settings.fast_path:
-        app.add_middleware(DataFastPath, store=store)
-    return app
+    return router
 
 
 def _check_zarr_key(root: str | Path, name: str, key: str) -> None:

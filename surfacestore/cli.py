@@ -15,6 +15,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from surfacestore import __version__
 from surfacestore.runtime import tune_allocator
 from surfacestore.errors import SurfaceStoreError
 from surfacestore.format import TABLE_SUFFIX
@@ -24,7 +25,7 @@ __all__ = ["main"]
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from surfacestore.server import run
+    from surfacestore.server import check_address, run
 
     try:
         settings = Settings.from_env(root=args.root, host=args.host, port=args.port, workers=args.workers,
@@ -49,6 +50,11 @@ def _serve(args: argparse.Namespace) -> int:
     elif not settings.root.is_dir():
         print(f"surfacestore: error: root {settings.root} is not a folder", file=sys.stderr)
         return 1
+    try:
+        check_address(settings.host, settings.port)
+    except SurfaceStoreError as exc:
+        print(f"surfacestore: error: {exc}", file=sys.stderr)
+        return 1
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("surfacestore").info("serving %s on http://%s:%d (%d worker(s), cache %.0f MiB%s)",
                                            settings.root if isinstance(settings.root, str) else
@@ -60,6 +66,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="surfacestore", description="Serve surface tables over HTTP (read-only).")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="serve the tables under a folder")
     s.add_argument("--root", type=parse_root, help="folder of NAME.zarr tables, or s3://BUCKET/PREFIX "

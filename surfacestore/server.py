@@ -26,6 +26,7 @@ from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from surfacestore.app import create_app
+from surfacestore.errors import StorageUnavailable
 from surfacestore.runtime import tune_allocator
 from surfacestore.settings import Settings
 
@@ -101,6 +102,21 @@ def _raise_file_limit() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY or hard > soft:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 65536, hard))
+
+
+def check_address(host: str, port: int) -> None:
+    """:class:`StorageUnavailable`, saying why, when ``host:port`` cannot be listened on (taken, or
+    not an address of this machine): before the server starts and says it is serving there."""
+    import socket
+
+    for family, kind, proto, _, address in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as uvicorn binds)
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                raise StorageUnavailable(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        return
 
 
 def run(settings: Settings) -> None:

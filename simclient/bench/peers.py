@@ -15,7 +15,10 @@ In one run on this machine, medians of ``repeats``:
   gives the same law; the largest indentation (from an untimed run stepped every 2 us through the
   first impact) shows the mapping is right;
 - scipy's DOP853 on the same analytic ball (a half-space, no tables), events at contact, the same
-  tolerances as ours: what the integrator costs in Python without any table.
+  tolerances as ours: what the integrator costs in Python without any table;
+- whole processes, what a user waits for: ``simclient run bouncing-ball --json`` against OpenSim's
+  ball as a script (``simclient/bench/_opensim_ball.py``, importing only OpenSim) at accuracy 1e-8,
+  timed in turns, and the command line's ``--help``.
 
 OpenSim is an optional extra (``pip install -e '.[peers]'``); without it its rows are skipped and
 the report says so. Energy change: relative, between t = 0 and the end (in flight).
@@ -25,6 +28,8 @@ from __future__ import annotations
 
 import math
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,15 +37,15 @@ from typing import Any
 
 import numpy as np
 
+from simclient.bench import _opensim_ball
+from simclient.bench._opensim_ball import GAP, MASS, RADIUS, T_END, VX, X0, G, K, ball_model, manager
 from simclient.bench._server import serve_store
 from simclient.scenarios import Tables
 
 __all__ = ["run", "report"]
 
-MASS, RADIUS, GAP, X0, VX, K, T_END = 0.092, 0.020, 0.012, -0.03, 0.15, 5.5e9, 0.4
 #: the whole run's targets (ms)
 WHOLE_TARGET_MS = {"local tables": 60.0, "loopback store": 100.0}
-G = 9.81
 
 
 def _ours_once(tables: Tables, method: str = "DOP853-jit", whole: bool = False) -> Callable[[], tuple[float, Any]]:
@@ -114,53 +119,22 @@ def _opensim_once(accuracy: float) -> tuple[Callable[[], float], dict[str, Any]]
     and largest indentation (from untimed runs)."""
     import opensim as osim
 
-    # no opensim.log in the working folder, and no line per integration (the Manager logs at Info)
-    osim.Logger.removeFileSink()
-    osim.Logger.setLevelString("Warn")
-    model = osim.Model()
-    model.setGravity(osim.Vec3(0, -G, 0))  # OpenSim's y is up
-    ball = osim.Body("ball", MASS, osim.Vec3(0), osim.Inertia(0.4 * MASS * RADIUS**2))
-    model.addBody(ball)
-    model.addJoint(osim.FreeJoint("free", model.getGround(), ball))
-    model.addContactGeometry(osim.ContactSphere(RADIUS, osim.Vec3(0), ball, "sphere"))
-    model.addContactGeometry(osim.ContactHalfSpace(osim.Vec3(0), osim.Vec3(0, 0, -math.pi / 2), model.getGround(), "floor"))
-    hc = osim.HuntCrossleyForce()
-    hc.setStiffness(2**1.5 * 3 * K / (4 * math.sqrt(RADIUS)))
-    hc.setDissipation(0.0)
-    hc.setStaticFriction(0.0)
-    hc.setDynamicFriction(0.0)
-    hc.setViscousFriction(0.0)
-    hc.addGeometry("sphere")
-    hc.addGeometry("floor")
-    model.addForce(hc)
-    state = model.initSystem()
-    coords = model.getCoordinateSet()
-    coords.get(3).setValue(state, X0)
-    coords.get(4).setValue(state, RADIUS + GAP)
-    coords.get(3).setSpeedValue(state, VX)
+    model, state, coords = ball_model()
 
     def energy(s: Any) -> float:
         model.realizeDynamics(s)
         return float(model.calcKineticEnergy(s) + model.calcPotentialEnergy(s))
 
-    def manager(s: Any) -> Any:
-        m = osim.Manager(model)
-        m.setIntegratorAccuracy(accuracy)
-        m.setRecordStatesTrajectory(False)
-        s.setTime(0.0)
-        m.initialize(s)
-        return m
-
     def once() -> float:
-        m = manager(osim.State(state))
+        m = manager(model, osim.State(state), accuracy)
         t0 = time.perf_counter()
         m.integrate(T_END)
         return time.perf_counter() - t0
     e0 = energy(osim.State(state))
-    m = manager(osim.State(state))  # (the state integrate returns is the manager's: keep it alive)
+    m = manager(model, osim.State(state), accuracy)  # (the state integrate returns is the manager's: keep it alive)
     de = (energy(m.integrate(T_END)) - e0) / e0
     # the largest indentation: an untimed run stepped every 2 us through the first impact
-    m, t, ymin = manager(osim.State(state)), 0.045, math.inf
+    m, t, ymin = manager(model, osim.State(state), accuracy), 0.045, math.inf
     s = m.integrate(t)
     while t < 0.056:
         t += 2e-6
@@ -172,6 +146,37 @@ def _opensim_once(accuracy: float) -> tuple[Callable[[], float], dict[str, Any]]
 def _opensim(accuracy: float, repeats: int) -> dict[str, Any]:
     once, row = _opensim_once(accuracy)
     return {"wall_ms": statistics.median(once() for _ in range(repeats)) * 1e3, **row}
+
+
+def _timed(command: list[str]) -> float:
+    """Wall time (s) of ``command`` as a whole process, its output discarded; an error if it fails."""
+    t0 = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def _processes(tables: Path, repeats: int, opensim: bool) -> dict[str, Any]:
+    """What a user waits for, whole processes timed in turns (ours, OpenSim's, ours, ...): the
+    bouncing ball from the command line on the local tables, OpenSim's ball as a script at accuracy
+    1e-8, and the command line's help; medians (ms) and the median of the pairs' ratios."""
+    scripts = Path(sys.executable).parent
+    cli = [str(scripts / "simclient")] if (scripts / "simclient").exists() else [sys.executable, "-m", "simclient.cli"]
+    cases = {"simclient run bouncing-ball --json": [*cli, "run", "bouncing-ball", "--tables", str(tables), "--json"],
+             "simclient --help": [*cli, "--help"],
+             "simclient run bouncing-ball --help": [*cli, "run", "bouncing-ball", "--help"]}
+    if opensim:
+        cases["OpenSim 4.6 ball script (accuracy 1e-8)"] = [sys.executable, _opensim_ball.__file__, "1e-8"]
+    for command in cases.values():  # (once untimed: the page cache, a kernel module built if missing)
+        _timed(command)
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeats):
+        for name, command in cases.items():
+            times[name].append(_timed(command))
+    out: dict[str, Any] = {name: {"wall_ms": statistics.median(t) * 1e3} for name, t in times.items()}
+    if opensim:
+        ours, peer = times["simclient run bouncing-ball --json"], times["OpenSim 4.6 ball script (accuracy 1e-8)"]
+        out["ratio_in_turns"] = statistics.median(a / b for a, b in zip(ours, peer))
+    return out
 
 
 def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -191,6 +196,9 @@ def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | Non
         import opensim  # noqa: F401
     except ImportError:
         out["opensim"] = "not installed: pip install -e '.[peers]' (OpenSim 4.6 from the package index)"
+    say("whole processes, in turns")
+    out["processes"] = _processes(tables, 3 if quick else 7, "opensim" not in out)
+    if "opensim" in out:
         return out
     for acc in (1e-5, 1e-8):
         say(f"OpenSim 4.6, accuracy {acc:g}")
@@ -205,6 +213,11 @@ def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | Non
 def report(r: dict[str, Any]) -> str:
     whole = [f"whole run ({case}): {row['wall_ms']:.1f} ms (target <= {WHOLE_TARGET_MS[case]:.0f} ms)"
              for case, row in r["whole"].items()]
+    procs = r["processes"]
+    whole += [f"whole process: {name}: {row['wall_ms']:.0f} ms" for name, row in procs.items() if name != "ratio_in_turns"]
+    if "ratio_in_turns" in procs:
+        whole.append(f"whole process, ours / OpenSim's: {procs['ratio_in_turns']:.2f}x (median of the pairs' ratios, "
+                     "taken in turns; target <= 1.0x)")
     lines = [*whole, f"bouncing ball, 0.4 s, 4 impacts (median of {r['repeats']}; ours: integration minus the windows' waiting)",
              f"{'case':44s} {'wall ms':>9s} {'energy change':>14s} {'max indentation um':>19s} {'rhs':>6s}"]
     for case, row in r["rows"].items():

@@ -225,6 +225,8 @@ _SOLVE = ("UniTuple(i8, 2)(f8[:, :, ::1], f8[:, :, ::1], i8[::1], f8[::1], f8[:,
           "f8[::1], f8[::1])")
 
 
+# (longer than 80 lines: one compiled loop whose iterate, step and line search share locals;
+# split into helpers, each call would pass the packed arrays again and the loop state back)
 @kernel(_SOLVE)
 def solve_contact(buf_i: np.ndarray, buf_j: np.ndarray, ints: np.ndarray, flts: np.ndarray, R_i: np.ndarray,
                   c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, x: np.ndarray,

@@ -19,10 +19,10 @@
   :func:`ligament_forces` (ligament tensions along a result's history, compiled); the rules they
   share with the Python path: :func:`spring_force`, :func:`ligament_tension`.
 - :func:`find_root`, :func:`find_minimum`: Brent's methods on an interval (the events' roots).
-- Quasi-static equilibrium: :class:`StaticProblem` (one body's free coordinates under contacts,
-  loads and gravity; prescribed coordinates; Newton with a line search; continuation along a path);
-  :func:`newton` (the root search it uses, for any residual function); :func:`settle` (the
-  equilibrium a viscous model ``c x' = f(x)`` comes to rest in, by pseudo-transient continuation).
+- Quasi-static equilibrium, one front door: :class:`StaticProblem` (a residual of named
+  coordinates; strategies: Newton with a line search, a pseudo-transient settle, a one-coordinate
+  slide, continuation along a path with tangent starts; results as :class:`StaticResult` data);
+  :class:`BodyEquilibrium` (one body's free coordinates under contacts, loads and gravity).
 """
 
 import lazy_loader as _lazy

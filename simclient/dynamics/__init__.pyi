@@ -29,9 +29,8 @@ from ._planar import (
     Revolute2D as Revolute2D,
 )
 from ._static import (
-    COORDINATES as COORDINATES, NewtonResult as NewtonResult, StaticProblem as StaticProblem,
-    StaticResult as StaticResult, continue_step as continue_step, newton as newton, settle as settle,
-    tangent_step as tangent_step,
+    COORDINATES as COORDINATES, BodyEquilibrium as BodyEquilibrium, StaticProblem as StaticProblem,
+    StaticResult as StaticResult,
 )
 from ._system import ContactModel as ContactModel, MultibodySystem as MultibodySystem
 
@@ -42,6 +41,6 @@ __all__ = [
     "pack_system", "SystemPack", "gap_probe", "ligament_forces", "spring_force", "ligament_tension", "find_root",
     "find_minimum", "solver_class", "integrate", "IntegrationResult", "simulate", "SimulationResult", "System",
     "PlanarBody", "ProfileSurface", "PlanarContact", "PlanarSystem", "Revolute2D", "PrescribedMotion",
-    "PlanarConstraint", "StaticProblem", "StaticResult", "COORDINATES", "newton", "settle", "continue_step",
-    "tangent_step", "NewtonResult", "FoundationLoad", "ForwardJacobian",
+    "PlanarConstraint", "StaticProblem", "StaticResult", "BodyEquilibrium", "COORDINATES", "FoundationLoad",
+    "ForwardJacobian",
 ]

@@ -1,21 +1,29 @@
-"""Quasi-static equilibrium of one body under contacts, loads and gravity (Blankevoort's eq. 18).
+"""Quasi-static equilibrium: one front door, :class:`StaticProblem`.
 
-The body's pose is six coordinates ``q = (x, y, z, rx, ry, rz)``: its origin's position (m, global)
-and a rotation vector (rad) from its initial orientation, ``A = exp([q_r]x) A0``. Any subset of the
-six is prescribed, as a constant or as a function of the load step ``s`` (the loads and the path
-see ``s`` as their time argument); the others are free. Equilibrium: the generalized forces of the
-free coordinates vanish, ``Q = J^T (F + m g, N) = 0`` with ``J`` the map from ``q'`` to the body's
-velocity and angular velocity (``Q`` in N for x, y, z and N m for rx, ry, rz). Every contact counts
-whenever it indents (velocities are zero, so dissipative laws give their elastic part).
+A problem is a residual ``r(x, s)``: the generalized forces of its coordinates ``x`` (one per
+coordinate; N for a translation, N m for a rotation, or whatever units the caller's coordinates
+have) at a load or path parameter ``s``, with a tolerance, a central-difference step and,
+optionally, a largest step and a viscous damping per coordinate. Its strategies each return a
+:class:`StaticResult`, data (coordinates, residuals, converged, iterations, message, Jacobian):
 
-Newton on the free coordinates with a central finite-difference Jacobian (steps 1e-7 m and
-1e-7 rad) and a backtracking line search on ``|Q|^2``; a load path is followed by continuation,
-each step starting from the previous solution moved along the path's tangent (:func:`tangent_step`),
-an increment that fails being split in halves (down to 1/64). A free
-coordinate without stiffness (a zero column of the Jacobian: e.g. a contact still open) is moved
-along its load in doubling steps until something holds it; one with neither stiffness nor load is
-an input error naming it. A step that does not converge is a result with ``converged = False`` and
-a message naming the step.
+- :meth:`StaticProblem.newton`: Newton's method with a backtracking line search (central-difference
+  Jacobian, or Broyden updates of a Jacobian handed in), a stall reported where no step helps;
+- :meth:`StaticProblem.settle`: pseudo-transient continuation, the equilibrium the viscous model
+  ``damping x' = r(x)`` comes to rest in (the stable one a released body finds);
+- :meth:`StaticProblem.slide`: one coordinate moved along its force, the others solved at each
+  place (``hold``), until the force turns, then its zero by Brent's method (an equilibrium on a kink);
+- :meth:`StaticProblem.path`, :meth:`StaticProblem.tangent` and :meth:`StaticProblem.continued`: a
+  load path by continuation, each step started on the path's tangent, an increment that fails split
+  in halves.
+
+:class:`BodyEquilibrium` is the problem of one body of a :class:`MultibodySystem` (Blankevoort's
+eq. 18): its six coordinates ``q = (x, y, z, rx, ry, rz)``, the origin's position (m, global) and a
+rotation vector (rad) from its initial orientation, ``A = exp([q_r]x) A0``, any of them prescribed
+as a constant or a function of ``s`` (the loads see ``s`` as their time). Equilibrium: the free
+generalized forces vanish, ``Q = J^T (F + m g, N) = 0``; every contact counts whenever it indents
+(velocities are zero, so dissipative laws give their elastic part). A free coordinate without
+stiffness (a zero column of the Jacobian: a contact still open) is moved along its load in doubling
+steps until something holds it; one with neither stiffness nor load is an input error naming it.
 """
 
 from __future__ import annotations
@@ -28,16 +36,156 @@ from typing import TypeVar
 import numpy as np
 
 from simclient.dynamics._bodies import Body
+from simclient.dynamics._roots import find_root
 from simclient.dynamics._system import MultibodySystem
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.geometry import euler_from_matrix, rotation_matrix
 
-__all__ = ["COORDINATES", "NewtonResult", "newton", "settle", "StaticResult", "StaticProblem", "continue_step"]
+__all__ = ["StaticProblem", "StaticResult", "BodyEquilibrium", "COORDINATES"]
 
 COORDINATES = ("x", "y", "z", "rx", "ry", "rz")
 S = TypeVar("S")  # a path's solution, whatever the solver returns
 _STEP = np.array([1e-7] * 3 + [1e-7] * 3)
+Residual = Callable[[np.ndarray, float], np.ndarray]
 
+
+@dataclass
+class StaticResult:
+    """One solve: the coordinates ``x`` reached, the residual ``f`` there, whether every
+    ``|f_i| <= tol_i`` (``converged``), the iterations (or pseudo-time steps) taken, a ``message``
+    saying what happened, the last ``jacobian`` (None if none was needed) and the load step ``s``."""
+
+    x: np.ndarray
+    f: np.ndarray
+    iterations: int
+    converged: bool
+    jacobian: np.ndarray | None = field(default=None, repr=False, compare=False)
+    message: str = ""
+    s: float = 0.0
+
+
+class StaticProblem:
+    """Equilibrium ``residual(x, s) = 0`` of ``len(tol)`` coordinates (see the module docstring).
+
+    ``tol``: per coordinate, the largest residual accepted (the residual's units); ``step``: the
+    central-difference steps of the Jacobian (the coordinates' units); ``max_step``: the largest
+    step any solve takes along each coordinate; ``damping``: the viscous model's damping per
+    coordinate (the residual's units per unit of ``x'``, for :meth:`settle`); ``max_iter``: Newton's
+    iterations; ``min_step``: the shortest fraction of a freshly differenced Newton step the line
+    search tries; ``names``: the coordinates' names, for messages."""
+
+    def __init__(self, residual: Residual, *, tol: Sequence[float] | np.ndarray, step: Sequence[float] | np.ndarray,
+                 max_step: Sequence[float] | np.ndarray | None = None,
+                 damping: Sequence[float] | np.ndarray | None = None, max_iter: int = 50, min_step: float = 1 / 32,
+                 names: Sequence[str] | None = None) -> None:
+        self.residual = residual
+        self.tol = np.asarray(tol, float)
+        self.step = np.asarray(step, float)
+        self.max_step = None if max_step is None else np.asarray(max_step, float)
+        self.damping = None if damping is None else np.asarray(damping, float)
+        self.max_iter, self.min_step = max_iter, min_step
+        self.names = tuple(names) if names is not None else tuple(f"x{k}" for k in range(len(self.tol)))
+        for what, v in (("step", self.step), ("max_step", self.max_step), ("damping", self.damping)):
+            if v is not None and v.shape != self.tol.shape:
+                raise ParameterError(f"static: {what} has {v.size} entries for {self.tol.size} coordinates")
+
+    def newton(self, x0: np.ndarray, s: float = 0.0, *, jacobian: np.ndarray | None = None,
+               unheld: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray | None] | None = None) -> StaticResult:
+        """Equilibrium at ``s`` from ``x0`` by Newton's method (see :func:`_newton`); ``jacobian``
+        to start from (then updated by Broyden's rule); ``unheld(x, f, J)`` may move ``x`` before a
+        step (a coordinate without stiffness)."""
+        r = _newton(lambda x: self.residual(x, s), x0, tol=self.tol, step=self.step, max_iter=self.max_iter,
+                    max_step=self.max_step, unheld=unheld, jacobian=jacobian, min_step=self.min_step)
+        r.s = s
+        r.message = "converged" if r.converged else (f"no equilibrium at s = {s:g} after {r.iterations} Newton "
+                                                     "iterations (or a stall: no step lowers the residual)")
+        return r
+
+    def settle(self, x0: np.ndarray, s: float = 0.0, *, dt: float, max_steps: int = 200) -> StaticResult:
+        """Where the viscous model ``damping x' = residual(x, s)`` released at ``x0`` comes to rest
+        (pseudo-transient continuation from the time step ``dt``, s; at most ``max_steps`` steps;
+        see :func:`_settle`)."""
+        if self.damping is None:
+            raise ParameterError("static: settle needs the problem's damping")
+        r = _settle(lambda x: self.residual(x, s), x0, damping=self.damping, dt=dt, tol=self.tol, step=self.step,
+                    max_steps=max_steps, max_step=self.max_step)
+        r.s = s
+        r.message = "converged" if r.converged else f"not at rest at s = {s:g} after {max_steps} pseudo-time steps"
+        return r
+
+    def slide(self, x0: np.ndarray, coordinate: int, s: float = 0.0, *, hold: Callable[[np.ndarray], np.ndarray],
+              force: Callable[[np.ndarray], float] | None = None, first: float, reach: float,
+              xtol: float) -> StaticResult:
+        """Equilibrium along one coordinate: ``x0[coordinate]`` moved along its force in doubling
+        steps from ``first`` until the force turns (at most ``reach`` away), ``hold(x)`` solving the
+        other coordinates with it held at each place, then the force's zero by Brent's method to
+        ``xtol``. ``force(x)`` is the coordinate's force (default: its residual). For an equilibrium
+        on a kink of the residual, which Newton and a settle step across and back. Not converged
+        (at ``x0``) where the force does not turn within ``reach``."""
+        def held(c: float) -> tuple[float, np.ndarray]:
+            x = np.array(x0, float)
+            x[coordinate] = c
+            x = hold(x)
+            return (force(x) if force is not None else float(self.residual(x, s)[coordinate])), x
+
+        start = float(x0[coordinate])
+        a, (fa, _) = start, held(start)
+        b, h = a, first
+        while True:
+            # (the last step ends at the reach, not beyond it: a turn between the doubled steps'
+            # last point and the reach is found too)
+            b = min(max(b + math.copysign(h, fa), start - reach), start + reach)
+            fb, _ = held(b)
+            if fa * fb <= 0:
+                break
+            if abs(b - start) >= reach:
+                x = np.array(x0, float)
+                return StaticResult(x, self.residual(x, s), 0, False, None,
+                                    f"{self.names[coordinate]}'s force does not turn within {reach:g}", s)
+            a, fa, h = b, fb, 2 * h
+        x = held(find_root(lambda c: held(c)[0], min(a, b), max(a, b), xtol=xtol))[1]
+        f = self.residual(x, s)
+        return StaticResult(x, f, 0, bool(np.all(np.abs(f) <= self.tol)), None, "slid", s)
+
+    def tangent(self, result: StaticResult, s: float, h: float) -> np.ndarray:
+        """The start for the solve at ``s`` from the equilibrium ``result``: its coordinates moved
+        along the path's tangent, ``dx = -J^-1 (dr/ds) (s - s_prev)`` with the result's Jacobian and
+        ``dr/ds`` by central differences of step ``h`` (see :func:`_tangent_step`); unmoved where
+        it has no Jacobian, did not converge, or the differences leave the model (a table)."""
+        if result.jacobian is None or not result.converged:
+            return result.x
+        try:
+            return result.x + _tangent_step(result.jacobian, lambda s_: self.residual(result.x, s_), result.s, s, h)
+        except ContactError:  # (the differences stepped off a table: no tangent)
+            return result.x
+
+    @staticmethod
+    def continued(solve: Callable[[float, S], S], converged: Callable[[S], bool], s_prev: float, s: float, start: S,
+                  max_halvings: int = 6) -> S:
+        """The solution at path parameter ``s`` continued from ``start``, the solution at
+        ``s_prev``, by ``solve(s, state)``; a step that does not converge split in halves (at most
+        ``2**max_halvings`` parts, see :func:`_continue_step`)."""
+        return _continue_step(solve, converged, s_prev, s, start, max_halvings)
+
+    def path(self, steps: Sequence[float], x0: np.ndarray, *, max_halvings: int = 6) -> list[StaticResult]:
+        """Equilibria along the load steps ``steps`` by Newton, each step started on the path's
+        tangent (:meth:`tangent`, differences of 1e-3 of the step), an increment that fails split
+        in halves; the path stops at a step that still fails (its result, not converged, is the last)."""
+        out: list[StaticResult] = []
+        for s in steps:
+            if not out:
+                res = self.newton(np.asarray(x0, float), s)
+            else:
+                res = self.continued(lambda s_, r: self.newton(self.tangent(r, s_, 1e-3 * abs(s_ - r.s)), s_,
+                                                               jacobian=r.jacobian),
+                                     lambda r: r.converged, out[-1].s, s, out[-1], max_halvings)
+            out.append(res)
+            if not res.converged:
+                break
+        return out
+
+
+# -- the strategies' algorithms ------------------------------------------------------------
 
 def _rotation(theta: np.ndarray) -> np.ndarray:
     """``exp([theta]x)`` (Rodrigues)."""
@@ -50,19 +198,6 @@ def _rotation(theta: np.ndarray) -> np.ndarray:
 
 def _axial(W: np.ndarray) -> np.ndarray:
     return np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]]) / 2
-
-
-@dataclass
-class NewtonResult:
-    """A root search: the point ``x``, the residual ``f`` there, the Newton ``iterations`` taken,
-    whether every ``|f_i| <= tol_i`` (``converged``) and the last ``jacobian`` (None if none was
-    needed)."""
-
-    x: np.ndarray
-    f: np.ndarray
-    iterations: int
-    converged: bool
-    jacobian: np.ndarray | None = None
 
 
 def _central_differences(fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray, m: int,
@@ -103,10 +238,10 @@ def _merit(f: np.ndarray, tol: np.ndarray, scale: float) -> float:
         return float(np.sum(_weighed(f, tol, scale) ** 2))
 
 
-def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.ndarray, step: np.ndarray,
+def _newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.ndarray, step: np.ndarray,
            max_iter: int = 50, max_step: np.ndarray | None = None,
            unheld: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray | None] | None = None,
-           jacobian: np.ndarray | None = None, min_step: float = 1 / 32) -> NewtonResult:
+           jacobian: np.ndarray | None = None, min_step: float = 1 / 32) -> StaticResult:
     """Solve ``fun(x) = 0`` (as many equations as unknowns) by Newton's method.
 
     The Jacobian by central differences with steps ``step`` (per unknown), the Newton step by least
@@ -137,9 +272,9 @@ def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.n
     it = 0
     while True:
         if np.all(np.abs(f) <= tol):
-            return NewtonResult(x, f, it, True, last)
+            return StaticResult(x, f, it, True, last)
         if it == max_iter:
-            return NewtonResult(x, f, max_iter, False, last)
+            return StaticResult(x, f, max_iter, False, last)
         if J is None:
             J = _central_differences(fun, x, len(f), step)
             fresh, last = True, J
@@ -150,10 +285,10 @@ def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.n
             it += 1
             continue
         if not (np.isfinite(J).all() and np.isfinite(f).all()):  # off fun's domain (where it is not finite)
-            return NewtonResult(x, f, it + 1, False, last)
+            return StaticResult(x, f, it + 1, False, last)
         dx = np.linalg.lstsq(J, -f, rcond=None)[0]
         if not np.isfinite(dx).all():  # (a residual so large that its step overflows)
-            return NewtonResult(x, f, it + 1, False, last)
+            return StaticResult(x, f, it + 1, False, last)
         dx = _shortened(dx, max_step)
         scale = _merit_scale(f)
         merit = _merit(f, tol, scale)
@@ -168,7 +303,7 @@ def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.n
                 break
         if lam < (min_step if fresh else 1 / 32):  # no step lowers the residual
             if fresh:  # stalled (a kink, or noise in fun)
-                return NewtonResult(x, f, it + 1, False, last)
+                return StaticResult(x, f, it + 1, False, last)
             J = None  # an updated Jacobian gone stale: central differences at x, and again
             continue
         it += 1
@@ -181,9 +316,9 @@ def newton(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, tol: np.n
         x, f = trial, ft
 
 
-def settle(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, damping: np.ndarray, dt: float,
+def _settle(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, damping: np.ndarray, dt: float,
            tol: np.ndarray, step: np.ndarray, max_steps: int = 200,
-           max_step: np.ndarray | None = None) -> NewtonResult:
+           max_step: np.ndarray | None = None) -> StaticResult:
     """The equilibrium ``fun(x) = 0`` that the viscous model ``damping * x' = fun(x)`` comes to rest
     in from ``x0``, by pseudo-transient continuation (Kelley & Keyes, SIAM J. Numer. Anal. 35, 1998).
 
@@ -217,7 +352,7 @@ def settle(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, damping: 
     unstable = 0.0
     for k in range(max_steps):
         if np.all(np.abs(f) <= tol):
-            return NewtonResult(x, f, k, True, last)
+            return StaticResult(x, f, k, True, last)
         if J is None:
             J = last = _central_differences(fun, x, len(f), step)
             unstable = float(np.max(np.linalg.eigvals(J / c[:, None]).real))
@@ -242,7 +377,7 @@ def settle(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, damping: 
         grows = ratio < (1.0 if unstable <= 0 else 0.5 * (1 - dt * unstable))
         dt *= max(ratio, 0.2) if grows else min(10.0, max(ratio, 2.0))
         x, f, J = x + dx, f_new, None
-    return NewtonResult(x, f, max_steps, bool(np.all(np.abs(f) <= tol)), last)
+    return StaticResult(x, f, max_steps, bool(np.all(np.abs(f) <= tol)), last)
 
 
 def _flat_columns(J: np.ndarray) -> list[int]:
@@ -251,30 +386,12 @@ def _flat_columns(J: np.ndarray) -> list[int]:
     return [col for col in range(J.shape[1]) if scale == 0 or not np.abs(J[:, col]).max() > 1e-9 * scale]
 
 
-@dataclass
-class StaticResult:
-    """One equilibrium: load step ``s``, the six coordinates ``q`` (m, rad), whether it
-    ``converged``, the largest free force and moment residuals (N, N m), Newton iterations and a
-    message."""
-
-    s: float
-    q: np.ndarray
-    converged: bool
-    residual_N: float
-    residual_Nm: float
-    iterations: int
-    message: str = ""
-    #: the last Jacobian of the free generalized forces in the free coordinates (N/m, N, N m/rad),
-    #: for the path's tangent from here
-    jacobian: np.ndarray | None = field(default=None, repr=False, compare=False)
-
-
-class StaticProblem:
-    """Equilibrium of ``body`` in ``system`` (the other bodies stay at their initial states).
-
-    ``prescribed`` maps coordinate names (:data:`COORDINATES`) to a value or a function of the
-    load step; ``tol_N`` and ``tol_Nm`` bound the free residuals; ``max_iter`` Newton iterations
-    per solve."""
+class BodyEquilibrium:
+    """Equilibrium of ``body`` in ``system`` (the other bodies stay at their initial states): its
+    six coordinates (:data:`COORDINATES`; see the module docstring), ``prescribed`` mapping names to
+    a value or a function of the load step; ``tol_N`` and ``tol_Nm`` bound the free residuals;
+    ``max_iter`` Newton iterations per solve. Results hold all six coordinates in ``x`` and their
+    generalized forces in ``f`` (N, N m)."""
 
     def __init__(self, system: MultibodySystem, body: Body,
                  prescribed: Mapping[str, float | Callable[[float], float]] | None = None, *,
@@ -294,6 +411,10 @@ class StaticProblem:
         self._k = 13 * system.index[id(body)]
         self._A0 = rotation_matrix(np.asarray(body.euler, float) / np.linalg.norm(body.euler))
         self._row = system.body_index(body)
+        free = np.array(self.free)
+        self.problem = StaticProblem(self._free_residual, tol=np.where(free < 3, tol_N, tol_Nm), step=_STEP[free],
+                                     max_iter=max_iter, names=[COORDINATES[k] for k in self.free])
+        self._q = self.initial()  # the prescribed coordinates' values the free residual sees
 
     def initial(self, s: float = 0.0) -> np.ndarray:
         """The coordinates of the body's initial pose, with the prescribed ones at step ``s``."""
@@ -328,20 +449,25 @@ class StaticProblem:
             T[:, i] = _axial((_rotation(q[3:] + e) - _rotation(q[3:] - e)) / 2e-7 @ R0.T)
         return np.concatenate([f, T.T @ n])
 
-    def _residuals(self, Q: np.ndarray) -> tuple[float, float]:
-        trans = [abs(Q[k]) for k in self.free if k < 3]
-        rot = [abs(Q[k]) for k in self.free if k >= 3]
+    def _free_residual(self, x: np.ndarray, s: float) -> np.ndarray:
+        q = self._prescribe(self._q, s)
+        q[self.free] = x
+        return self.generalized_forces(q, s)[self.free]
+
+    def residuals(self, result: StaticResult) -> tuple[float, float]:
+        """The largest free force (N) and moment (N m) residuals of ``result``."""
+        if not np.isfinite(result.f).all():
+            return math.inf, math.inf
+        trans = [abs(result.f[k]) for k in self.free if k < 3]
+        rot = [abs(result.f[k]) for k in self.free if k >= 3]
         return max(trans, default=0.0), max(rot, default=0.0)
 
-    def solve(self, s: float, q0: np.ndarray | None = None) -> StaticResult:
+    def solve(self, s: float, q0: np.ndarray | None = None, jacobian: np.ndarray | None = None) -> StaticResult:
         """Equilibrium at load step ``s`` from ``q0`` (default: the initial pose)."""
         q = self._prescribe(self.initial(s) if q0 is None else np.asarray(q0, float), s)
-        free = np.array(self.free)
-        tol = np.where(free < 3, self.tol_N, self.tol_Nm)
-
-        def fun(x: np.ndarray) -> np.ndarray:
-            q[free] = x
-            return self.generalized_forces(q, s)[free]
+        self._q = q
+        free = self.free
+        tol = self.problem.tol
 
         def unheld(x: np.ndarray, Qf: np.ndarray, J: np.ndarray) -> np.ndarray | None:
             # no stiffness along these: a load moves them until something (a contact closing)
@@ -349,23 +475,22 @@ class StaticProblem:
             loose = _flat_columns(J)
             if not loose:
                 return None
-            idle = [self.free[c] for c in loose if abs(Qf[c]) <= tol[c]]
+            idle = [free[c] for c in loose if abs(Qf[c]) <= tol[c]]
             if idle:
                 raise ParameterError(f"static: no load holds the free coordinate(s) "
                                      f"{', '.join(COORDINATES[k] for k in idle)} of body {self.body.name!r}; prescribe them")
             q[free] = x
-            return self._advance(q, s, [self.free[c] for c in loose], self.generalized_forces(q, s))[free]
+            return self._advance(q, s, [free[c] for c in loose], self.generalized_forces(q, s))[free]
 
         try:
-            r = newton(fun, q[free].copy(), tol=tol, step=_STEP[free], max_iter=self.max_iter, unheld=unheld)
+            r = self.problem.newton(q[free].copy(), s, jacobian=jacobian, unheld=unheld)
         except ContactError as exc:
-            return self._result(s, q, np.full(6, np.nan), 0, False, f"step s = {s:g}: contact detection failed ({exc})")
+            return StaticResult(q.copy(), np.full(6, np.nan), 0, False, None,
+                                f"step s = {s:g}: contact detection failed ({exc})", s)
         q[free] = r.x
         Q = self.generalized_forces(q, s)
-        if r.converged:
-            return self._result(s, q, Q, r.iterations, True, "converged", r.jacobian)
-        return self._result(s, q, Q, r.iterations, False, f"step s = {s:g}: no equilibrium after {self.max_iter} "
-                                                          "Newton iterations")
+        message = "converged" if r.converged else f"step s = {s:g}: no equilibrium after {self.max_iter} Newton iterations"
+        return StaticResult(q.copy(), Q, r.iterations, r.converged, r.jacobian, message, s)
 
     def _advance(self, q: np.ndarray, s: float, loose: list[int], Q: np.ndarray) -> np.ndarray:
         """Move the loose coordinates along their loads, in doubling steps from 10 um (or urad),
@@ -387,47 +512,37 @@ class StaticProblem:
                                      "under its load; prescribe it or add a load that holds it")
         return q
 
-    def _result(self, s: float, q: np.ndarray, Q: np.ndarray, it: int, ok: bool, message: str,
-                jacobian: np.ndarray | None = None) -> StaticResult:
-        rN, rM = self._residuals(Q) if np.isfinite(Q).all() else (math.inf, math.inf)
-        return StaticResult(s, q.copy(), ok, rN, rM, it, message, jacobian)
-
     def predicted(self, result: StaticResult, s: float) -> np.ndarray:
         """The start for the solve at load step ``s`` from the equilibrium ``result``: its free
-        coordinates moved along the path's tangent (:func:`tangent_step`, with the result's
-        Jacobian), unmoved where it has none or did not converge."""
-        if result.jacobian is None or not result.converged or s == result.s:
-            return result.q
-        free = np.array(self.free)
-
-        def residual(s_: float) -> np.ndarray:
-            return self.generalized_forces(self._prescribe(result.q, s_), s_)[free]
-
-        q = result.q.copy()
-        try:
-            q[free] += tangent_step(result.jacobian, residual, result.s, s, 1e-3 * abs(s - result.s))
-        except ContactError:  # (the differences stepped off a table: no tangent)
-            pass
+        coordinates moved along the path's tangent (:meth:`StaticProblem.tangent`, differences of
+        1e-3 of the step), unmoved where it has no Jacobian or did not converge."""
+        if s == result.s:
+            return result.x
+        self._q = result.x
+        free_result = StaticResult(result.x[self.free], result.f[self.free], result.iterations, result.converged,
+                                   result.jacobian, result.message, result.s)
+        q = result.x.copy()
+        q[self.free] = self.problem.tangent(free_result, s, 1e-3 * abs(s - result.s))
         return q
 
     def path(self, steps: Sequence[float], q0: np.ndarray | None = None, max_halvings: int = 6) -> list[StaticResult]:
-        """Equilibria along the load steps ``steps`` by continuation; an increment that fails is
-        split in halves (at most ``max_halvings`` times, :func:`continue_step`); the path stops at a
+        """Equilibria along the load steps ``steps`` by continuation (:meth:`predicted` starts, an
+        increment that fails split in halves, :meth:`StaticProblem.continued`); the path stops at a
         step that still fails (its result, not converged, is the last)."""
         out: list[StaticResult] = []
         for s in steps:
             if not out:
                 res = self.solve(s, None if q0 is None else np.asarray(q0, float))
             else:
-                res = continue_step(lambda s_, r: self.solve(s_, self.predicted(r, s_)), lambda r: r.converged,
-                                    out[-1].s, s, out[-1], max_halvings)
+                res = StaticProblem.continued(lambda s_, r: self.solve(s_, self.predicted(r, s_)), lambda r: r.converged,
+                                              out[-1].s, s, out[-1], max_halvings)
             out.append(res)
             if not res.converged:
                 break
         return out
 
 
-def tangent_step(jacobian: np.ndarray, residual: Callable[[float], np.ndarray], s_prev: float, s: float,
+def _tangent_step(jacobian: np.ndarray, residual: Callable[[float], np.ndarray], s_prev: float, s: float,
                  h: float) -> np.ndarray:
     """The unknowns' first-order change along a path from a solution at ``s_prev`` to ``s``:
     ``dx = -J^-1 (dr/ds) (s - s_prev)``, with ``J`` the Jacobian of the residual in the unknowns
@@ -442,7 +557,7 @@ def tangent_step(jacobian: np.ndarray, residual: Callable[[float], np.ndarray], 
     return dx if np.isfinite(dx).all() else np.zeros_like(dx)
 
 
-def continue_step(solve: Callable[[float, S], S], converged: Callable[[S], bool], s_prev: float, s: float, start: S,
+def _continue_step(solve: Callable[[float, S], S], converged: Callable[[S], bool], s_prev: float, s: float, start: S,
                   max_halvings: int = 6) -> S:
     """The solution at path parameter ``s`` continued from ``start``, the solution at ``s_prev``.
 

@@ -76,6 +76,8 @@ def _hermite_basis(a: float) -> tuple[float, float, float, float, float, float, 
             12 * a - 6, -12 * a + 6, 6 * a - 4, 6 * a - 2)
 
 
+# (longer than 80 lines: both interpolations' corner sums written out in one compiled function, the
+# hottest of the kernels, where a helper per corner would pass the buffer and offsets again)
 @kernel("void(f8[:, :, ::1], i8[::1], f8[::1], f8, f8, f8[::1], i8, i8, i8)")
 def evaluate(buf: np.ndarray, ip: np.ndarray, fp: np.ndarray, u: float, v: float, ev: np.ndarray, io: int, fo: int,
              eo: int) -> None:

@@ -18,6 +18,7 @@ All sources return identical data for the same table.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -45,6 +46,9 @@ from surfacestore.format import Header, RecordBlock, Table
 
 if TYPE_CHECKING:
     import httpx
+
+#: says when a request failed and is being retried (the retries may take seconds)
+_log = logging.getLogger("simclient.io")
 
 __all__ = ["Source", "LocalSource", "HttpSource", "MemorySource", "CountingSource", "open_surface", "read_field"]
 
@@ -207,9 +211,16 @@ class HttpSource:
                     raise err
                 cause = f"HTTP {r.status_code} ({detail})"
             if attempt < self.retries:
+                if attempt == 0:  # (once: a store restarting answers within the retries, silently after)
+                    _log.warning("%s: %s: %s; retrying up to %d times over %.0f s", self.name, what, cause,
+                                 self.retries, self._retry_time())
                 time.sleep(delay)
                 delay = min(2 * delay, 2.0)
         raise SourceUnavailable(f"{self.name}: {what}: failed after {self.retries + 1} attempts: {cause}")
+
+    def _retry_time(self) -> float:
+        """How long (s) the retries wait in all."""
+        return sum(min(self.backoff * 2**k, 2.0) for k in range(self.retries))
 
     def read_block(self, ri0: int, ri1: int, rj0: int, rj1: int, array: str = "points") -> np.ndarray:
         try:

@@ -4,6 +4,8 @@ page plays, or a VTK series). Units: SI (m, s, Pa)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +18,25 @@ __all__ = ["save_surfaces_vtk", "save_pressure_zarr", "save_pressure_vtk"]
 
 
 def save_surfaces_vtk(result: Any, system: Any, out: Path, name: str, frames: int = 100,
-                      max_side: int = 64) -> list[Path]:
+                      max_side: int = 64, progress: Callable[[str], None] | None = None) -> list[Path]:
     """The bodies' surfaces over a run (a :class:`simclient.dynamics.SimulationResult` of ``system``),
     for ParaView: at ``frames`` instants, every contact
     surface as the records its window holds then (the window following the contact as in the
     run; at most ``max_side`` points a side), placed by its body's pose (global frame, m), with the
     normals and the record indices; one ``.vts`` per surface and frame under ``out/vtk/`` and the
-    collection ``out/NAME.pvd`` (open it and press play)."""
+    collection ``out/NAME.pvd`` (open it and press play). ``progress`` hears how far it has come
+    about once a second."""
     res = result
     surfaces: dict[int, tuple[str, Any]] = {}
     for c in system.contacts:
         for side in (c.i, c.j):
             surfaces.setdefault(id(side), (side.window.name, side))
     entries = []
+    said = time.monotonic()
     for k, t in enumerate(np.linspace(0.0, float(res.t[-1]), frames)):
+        if progress is not None and time.monotonic() - said >= 1.0:
+            progress(f"ParaView frame {k + 1} of {frames}")
+            said = time.monotonic()
         try:
             system.place_windows(res.sol(t))  # the windows on the contact points, as in the run
         except SimClientError:

@@ -34,12 +34,13 @@ from typing import Any, ClassVar
 from typing import TYPE_CHECKING
 
 from simclient.errors import ParameterError, SourceUnavailable
+from surfacestore.toml import toml_value
 
 if TYPE_CHECKING:
     from simclient.io import Source
 
-__all__ = ["Scenario", "Summary", "Tables", "param", "extent_param", "check_choices", "check_positive", "SCENARIOS",
-           "get_scenario", "locate", "extent", "Progress"]
+__all__ = ["Scenario", "Summary", "Tables", "save_outputs", "param", "extent_param", "check_choices", "check_positive",
+           "SCENARIOS", "get_scenario", "locate", "extent", "Progress"]
 
 #: progress callback: one line of text per stage
 Progress = Callable[[str], None]
@@ -49,6 +50,17 @@ def time_progress(progress: Progress | None, t_end: float) -> Callable[[float], 
     """:func:`simclient.dynamics.simulate`'s ``progress`` (simulated time, s) for a scenario's
     ``progress`` (messages): "t = 0.1234 s of 0.4 s"."""
     return None if progress is None else (lambda t: progress(f"t = {t:.4g} s of {t_end:g} s"))
+
+
+def save_outputs(summary: Summary, out: str | os.PathLike[str] | None, progress: Progress | None = None) -> Summary:
+    """With ``out``: the scenario's histories and plots written there by its report's
+    ``save(summary, out, progress)``, listed in the summary's ``outputs``; ``summary`` itself."""
+    if out is not None:
+        if progress is not None:
+            progress(f"writing histories and plots to {out}")
+        report = get_scenario(summary.scenario).part("report")
+        summary.values["outputs"] = [str(f) for f in report.save(summary, Path(out), progress)]
+    return summary
 
 
 def param(default: Any, help: str, unit: str = "", *, choices: tuple[str, ...] | None = None,
@@ -207,7 +219,7 @@ class Summary:
 
     def to_json(self, indent: int | None = 2) -> str:
         """The JSON summary (``scenario`` first); numpy values become plain numbers and lists."""
-        return json.dumps({"scenario": self.scenario, **self.values}, indent=indent, default=_plain)
+        return json.dumps({"scenario": self.scenario, **self.values}, indent=indent, default=plain_json)
 
 
 #: the shipped scenarios' packages under simclient.scenarios, by name
@@ -237,7 +249,8 @@ class _Registry(Mapping[str, "type[Scenario]"]):
 SCENARIOS: Mapping[str, type[Scenario]] = _Registry()
 
 
-def _plain(x: Any) -> Any:
+def plain_json(x: Any) -> Any:
+    """``x`` (a numpy array or number, a path) as a JSON value (``json.dumps``'s ``default``)."""
     import numpy as np
 
     if isinstance(x, np.ndarray):
@@ -360,7 +373,7 @@ def _checked(scenario: str, f: dataclasses.Field[Any], value: Any) -> Any:
     if not ok:
         want = {bool: "true or false", int: "a whole number", float: "a finite number", str: "a name"}.get(
             kind, "a finite number" if parse is float else kind.__name__)
-        raise ParameterError(f"{scenario}: {f.name} must be {want}, got {value!r}")
+        raise ParameterError(f"{scenario}: {f.name} must be {want}, got {toml_value(value)}")
     return value
 
 

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from simclient.errors import ParameterError, ServiceError
-from simclient.scenarios._base import Tables, get_scenario
+from simclient.scenarios._base import Tables, get_scenario, plain_json
 
 __all__ = ["SweepSpec", "load_sweep", "run_sweep", "cluster"]
 
@@ -131,13 +131,17 @@ def load_sweep(path: str | Path) -> SweepSpec:
     return spec
 
 
-def _scalars(values: dict[str, Any], keys: list[str] | None) -> dict[str, Any]:
-    """The summary's scalar values (numbers, strings, booleans), or the ``keys`` asked for (lists
-    and tables as JSON text)."""
+def _kept(values: dict[str, Any], keys: list[str] | None) -> dict[str, Any]:
+    """The summary's scalar values (numbers, strings, booleans), or the ``keys`` asked for, lists
+    and tables kept as they are (JSON values: plain lists and dicts of numbers)."""
     if keys is not None:
-        return {k: values.get(k) if _is_scalar(values.get(k)) else json.dumps(values.get(k), default=float)
-                for k in keys}
+        return {k: _plain(values.get(k)) for k in keys}
     return {k: v for k, v in values.items() if _is_scalar(v) and k not in ("outputs",)}
+
+
+def _plain(v: Any) -> Any:
+    """``v`` as JSON holds it: numpy numbers and arrays as Python numbers and lists."""
+    return json.loads(json.dumps(v, default=plain_json))
 
 
 def _is_scalar(v: Any) -> bool:
@@ -151,7 +155,7 @@ def run_one(scenario: str, params: dict[str, Any], tables: Tables, keys: list[st
         summary = cls().run(cls.params(params), tables)
     except Exception as exc:  # a failed run is a row of the sweep, not a failed sweep
         return {"error": f"{type(exc).__name__}: {exc}"}
-    out = _scalars(summary.values, keys)
+    out = _kept(summary.values, keys)
     if not summary.ok:
         out["error"] = summary.get("message", "failed")
     return out
@@ -235,15 +239,31 @@ def _columns(rows: list[dict[str, Any]]) -> list[str]:
     return cols
 
 
+#: unit of a summary key, by its name's ending (the summaries' convention: ``max_indentation_m``)
+UNITS = {"_m_s": "m/s", "_rad_s": "rad/s", "_Nm": "N m", "_m2": "m^2", "_Pa": "Pa", "_deg": "deg", "_N": "N",
+         "_J": "J", "_m": "m", "_s": "s", "_kg": "kg", "_MB": "MB", "_us": "us"}
+
+
+def axis_label(key: str, unit: str = "") -> str:
+    """A plot's label for a summary key or parameter: its words, and its unit in brackets (``unit``,
+    or the one its name ends in)."""
+    words = key
+    if not unit:
+        ending = next((e for e in UNITS if key.endswith(e)), "")
+        unit, words = UNITS.get(ending, ""), key[:len(key) - len(ending)] if ending else key
+    if key == "energy_drift":
+        unit = "relative"
+    return words.replace("_", " ") + (f" [{unit}]" if unit else "")
+
+
 def save_sweep(spec: SweepSpec, rows: list[dict[str, Any]], out: Path) -> list[Path]:
-    """``sweep.csv``, ``sweep.zarr`` (a Zarr v3 group: one 1-D float64 array per numeric column, NaN
-    for a missing value; the text columns in its attributes) and ``sweep_PARAM.png`` per swept parameter
-    (the first six numeric summary keys against it)."""
+    """``sweep.csv`` (lists and tables as JSON text), ``sweep.zarr`` (a Zarr v3 group: one 1-D
+    float64 array per numeric column, NaN for a missing value; the other columns in its attributes,
+    as JSON values) and ``sweep_PARAM.png`` per swept parameter: the first six numeric or list-valued
+    summary keys against it (a list's every element at its run's value), labelled with their units."""
     import csv
 
     import zarr
-
-    from simclient.results import pyplot as _pyplot
 
     out.mkdir(parents=True, exist_ok=True)
     cols = _columns(rows)
@@ -251,30 +271,53 @@ def save_sweep(spec: SweepSpec, rows: list[dict[str, Any]], out: Path) -> list[P
     with open(files[0], "w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
-        w.writerows(rows)
+        w.writerows({k: v if _is_scalar(v) else json.dumps(v) for k, v in r.items()} for r in rows)
     group = zarr.open_group(str(files[1]), mode="w", zarr_format=3)
-    numeric, text = [], {}
+    numeric, lists, other = [], [], {}
     for c in cols:
         vals = [r.get(c) for r in rows]
-        if all(v is None or (isinstance(v, (int, float, np.number)) and not isinstance(v, bool)) for v in vals):
+        if all(v is None or _is_number(v) for v in vals):
             group.create_array(c, data=np.array([math.nan if v is None else float(v) for v in vals]))
             numeric.append(c)
-        else:  # Zarr v3 has no settled text data type yet: text columns live in the group's attributes
-            text[c] = [None if v is None else str(v) for v in vals]
-    group.attrs.update({"scenario": spec.scenario, "swept": spec.swept, "columns": cols, "text_columns": text})
-    plt = _pyplot()
-    outputs = [c for c in numeric if c not in spec.swept and c not in spec.fixed][:6]  # the first six
-    for p in spec.swept:
-        if not outputs:
-            break
-        fig, axes = plt.subplots(1, len(outputs), figsize=(4 * len(outputs), 3.5), squeeze=False)
-        xs = [r.get(p) for r in rows]
-        for ax, c in zip(axes[0], outputs):
-            ax.scatter([str(x) if isinstance(x, str) else x for x in xs], [r.get(c, math.nan) for r in rows], s=12)
-            ax.set(xlabel=p, ylabel=c)
-        fig.suptitle(f"sweep of {spec.scenario}: against {p}")
-        fig.tight_layout()
-        files.append(out / f"sweep_{p}.png")
-        fig.savefig(files[-1], dpi=100)
-        plt.close(fig)
+        else:  # Zarr v3 has no settled text data type yet: these columns live in the group's attributes
+            other[c] = vals
+            if all(v is None or (isinstance(v, list) and all(_is_number(x) for x in v)) for v in vals):
+                lists.append(c)
+    group.attrs.update({"scenario": spec.scenario, "swept": spec.swept, "columns": cols, "text_columns": other})
+    outputs = [c for c in numeric + lists if c not in spec.swept and c not in spec.fixed][:6]  # the first six
+    if outputs:
+        units = {f.name: f.metadata.get("unit", "") for f in fields(get_scenario(spec.scenario).Params)}
+        files += [_plot(spec, rows, p, outputs, units.get(p, ""), out) for p in spec.swept]
     return files
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+
+
+def _plot(spec: SweepSpec, rows: list[dict[str, Any]], p: str, outputs: list[str], unit: str, out: Path) -> Path:
+    """``sweep_P.png``: each of ``outputs`` against the swept parameter ``p`` (of ``unit``)."""
+    from matplotlib.ticker import MaxNLocator
+
+    from simclient.results import pyplot
+
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(outputs), figsize=(4 * len(outputs), 3.5), squeeze=False)
+    for ax, c in zip(axes[0], outputs):
+        xs, ys = [], []
+        for r in rows:
+            values = r.get(c)
+            values = values if isinstance(values, list) else [math.nan if values is None else values]
+            xs += [str(r.get(p)) if isinstance(r.get(p), str) else r.get(p)] * len(values)
+            ys += values
+        ax.scatter(xs, ys, s=12)
+        ax.set(xlabel=axis_label(p, unit), ylabel=axis_label(c) + (" (each)" if any(isinstance(r.get(c), list)
+                                                                                   for r in rows) else ""))
+        if all(isinstance(y, int) for y in ys):
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.suptitle(f"sweep of {spec.scenario}: against {p}")
+    fig.tight_layout()
+    path = out / f"sweep_{p}.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

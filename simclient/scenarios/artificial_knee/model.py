@@ -6,18 +6,18 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy.interpolate import PchipInterpolator
-from scipy.optimize import brentq
 
 from simclient.contact import FoundationContact, LayerLaw, LinearLayer, NonlinearLayer, element_grid
-from simclient.dynamics import NewtonResult, newton, settle
+from simclient.dynamics import StaticProblem, StaticResult
 from simclient.errors import ContactError, SimulationError
 from simclient.geometry import rx, ry, rz
 from simclient.io import Source, read_field
-from simclient.scenarios._base import Progress, Summary, Tables
+from simclient.scenarios._base import Progress, Summary, Tables, save_outputs
 from simclient.scenarios.artificial_knee import MATERIAL_NAMES, ArtificialKnee, ImplantKneeParams
 
 __all__ = ["run", "MATERIALS", "GAIT", "ImplantKnee", "artificial_knee", "femoral_rotation"]
@@ -64,8 +64,9 @@ def run(params: ImplantKneeParams, tables: Tables, *, out: Path | None = None, p
     opened = {role: tables.open(role, name) for role, name in roles.items()}
     condyles = ({"medial": opened["femoral_medial"], "lateral": opened["femoral_lateral"]}
                 if params.femoral_surface == "per-condyle" else None)
-    return artificial_knee(opened["insert"], opened.get("femoral") or opened["femoral_medial"], params, out=out,
-                           progress=progress, condyles=condyles)
+    summary = artificial_knee(opened["insert"], opened.get("femoral") or opened["femoral_medial"], params,
+                              progress=progress, condyles=condyles)
+    return save_outputs(summary, out, progress)
 
 
 def femoral_rotation(varus_valgus: float, internal_external: float, flexion: float) -> np.ndarray:
@@ -175,18 +176,31 @@ class ImplantKnee:
         return np.array([F[1] - load, F[2], T_x]), res
 
     # -- analyses -----------------------------------------------------------------------------------
-    def settle(self, load: tuple[float, float, float, float], y0: np.ndarray) -> NewtonResult:
+    def statics(self, load: tuple[float, float, float, float], free: Sequence[int] = (0, 1, 2),
+                y: np.ndarray | None = None) -> StaticProblem:
+        """The equilibrium of the free coordinates ``free`` of (si, ml, vv) under the prescribed pose
+        and load ``(flexion, ie, ap, load)``, the others held at ``y``'s: residuals (N, N, N m) to
+        ``tol_rel`` of the load, viscous damping ``damping``, ``damping_rot``."""
+        p, sub = self.params, list(free)
+        held = np.zeros(3) if y is None else np.array(y, float)
+
+        def residual(x: np.ndarray, s: float) -> np.ndarray:
+            q = held.copy()
+            q[sub] = x
+            return self.generalized_forces(q, *load)[0][sub]
+        return StaticProblem(residual, tol=self._tol(load[3])[sub], step=STEP[sub], max_step=MAX_STEP[sub],
+                             damping=np.array([p.damping, p.damping, p.damping_rot])[sub], max_iter=p.max_iter,
+                             names=[("si", "ml", "vv")[k] for k in sub])
+
+    def settle(self, load: tuple[float, float, float, float], y0: np.ndarray) -> StaticResult:
         """The free coordinates (si, ml, vv) where the femur, released at ``y0`` under the prescribed
         pose and load ``(flexion, ie, ap, load)``, comes to rest: the viscous model ``c q' = Q(q)``
         (``damping``, ``damping_rot``) followed to its equilibrium, to ``tol_rel``, by pseudo-transient
-        continuation (:func:`simclient.dynamics.settle`; at most ``SETTLE_STEPS`` steps). That finds
+        continuation (:meth:`simclient.dynamics.StaticProblem.settle`; at most ``SETTLE_STEPS`` steps). That finds
         the stable equilibrium from a first touch, where Newton alone wanders off: the contact's
         stiffness changes with every element it gains, one direction is unstable until both
         compartments touch, and the medial-lateral translation is barely held."""
-        p = self.params
-        return settle(lambda q: self.generalized_forces(q, *load)[0], y0, tol=self._tol(load[3]),
-                      damping=np.array([p.damping, p.damping, p.damping_rot]), dt=SETTLE_DT, step=STEP,
-                      max_steps=SETTLE_STEPS, max_step=MAX_STEP)
+        return self.statics(load).settle(y0, dt=SETTLE_DT, max_steps=SETTLE_STEPS)
 
     def _tol(self, load: float) -> np.ndarray:
         """The equilibrium tolerance of (Q_si, Q_ml, Q_vv) under an axial load ``load`` (N): N, N, N m."""
@@ -205,16 +219,15 @@ class ImplantKnee:
         (:meth:`_slide_ml`). The best point is returned if within ``ACCEPT_REL``, else
         :class:`SimulationError`."""
         tol = self._tol(load)
+        load_case = (flexion, ie, ap, load)
+        problem = self.statics(load_case)
 
-        def solve(y: np.ndarray, quasi: bool) -> NewtonResult:
+        def solve(y: np.ndarray, quasi: bool) -> StaticResult:
             # quasi: from the last solve's Jacobian (the pose changes little between instants);
             # else central differences at every iteration (the retries, where that failed)
-            r = newton(lambda q: self.generalized_forces(q, flexion, ie, ap, load)[0], y, tol=tol, step=STEP,
-                       max_iter=self.params.max_iter, max_step=MAX_STEP, jacobian=self.jacobian if quasi else None)
+            r = problem.newton(y, jacobian=self.jacobian if quasi else None)
             self.jacobian = r.jacobian
             return r
-
-        load_case = (flexion, ie, ap, load)
 
         def residual(y: np.ndarray) -> float:  # largest |Q| over its tolerance, full search
             return float(np.max(np.abs(self.generalized_forces(y, *load_case, full=True)[0]) / tol))
@@ -238,11 +251,11 @@ class ImplantKnee:
                 # stalled far out of balance, as in swing, where the medial-lateral translation is
                 # barely held and Newton's steps wander along it: first superior-inferior and
                 # varus-valgus with ML held where it was, then all three again
-                y = self._hold_ml(y0, load_case, tol)
+                y = self._hold_ml(y0, load_case)
             else:  # far out again: where the femur released at y0 comes to rest
                 y = self.settle(load_case, y0).x
         if best[0] > 1.0:  # a stall no settle resolved: on a kink, a condyle meeting a wall
-            y = self._slide_ml(best[1], load_case, tol)
+            y = self._slide_ml(best[1], load_case)
             worst = residual(y)
             if worst < best[0]:
                 best = (worst, y)
@@ -253,42 +266,25 @@ class ImplantKnee:
                                   f"{ACCEPT_REL:.1%})")
         return best[1]
 
-    def _slide_ml(self, y: np.ndarray, load_case: tuple[float, float, float, float], tol: np.ndarray) -> np.ndarray:
+    def _slide_ml(self, y: np.ndarray, load_case: tuple[float, float, float, float]) -> np.ndarray:
         """(si, ml, vv) where the medial-lateral force vanishes on the path the femur, released
-        from ``y``, slides along quasi-statically: ML moved along its force in doubling steps from
-        20 um (SI and varus-valgus solved at each ML held, :meth:`_hold_ml`, every element
-        searched) until the force turns, then its zero by Brent's method (to 10 nm); ``y`` if it
-        does not turn within 5 mm. For an equilibrium on a kink of the contact force, where a
-        condyle meets a rising wall of the insert: Newton and the settle step across the edge and
-        back, the bracket does not."""
-        def held(ml: float) -> tuple[float, np.ndarray]:  # the ML force (N) and the pose, ML held
-            q = self._hold_ml(np.array([y[0], ml, y[2]]), load_case, tol)
-            return float(self.generalized_forces(q, *load_case, full=True)[0][1]), q
+        from ``y``, slides along quasi-statically (:meth:`StaticProblem.slide`): ML moved along its
+        force in doubling steps from 20 um (SI and varus-valgus solved at each ML held,
+        :meth:`_hold_ml`, the force from a search of every element) until the force turns, then its
+        zero by Brent's method (to 10 nm); ``y`` if it does not turn within 5 mm. For an equilibrium
+        on a kink of the contact force, where a condyle meets a rising wall of the insert: Newton
+        and the settle step across the edge and back, the bracket does not."""
+        r = self.statics(load_case).slide(y, 1, hold=lambda q: self._hold_ml(q, load_case), first=2e-5, reach=5e-3,
+                                          xtol=1e-8,
+                                          force=lambda q: float(self.generalized_forces(q, *load_case, full=True)[0][1]))
+        return r.x  # (y itself where the force does not turn)
 
-        a, (fa, _) = y[1], held(y[1])
-        b, h, reach = a, 2e-5, 5e-3
-        while True:
-            # (the last step ends at the reach, not beyond it: a turn between the doubled steps'
-            # last point and the reach is found too)
-            b = min(max(b + math.copysign(h, fa), y[1] - reach), y[1] + reach)
-            fb, _ = held(b)
-            if fa * fb <= 0:
-                break
-            if abs(b - y[1]) >= reach:
-                return y
-            a, fa, h = b, fb, 2 * h
-        return held(brentq(lambda ml: held(ml)[0], min(a, b), max(a, b), xtol=1e-8))[1]
-
-    def _hold_ml(self, y0: np.ndarray, load_case: tuple[float, float, float, float], tol: np.ndarray) -> np.ndarray:
+    def _hold_ml(self, y0: np.ndarray, load_case: tuple[float, float, float, float]) -> np.ndarray:
         """(si, ml, vv) with SI and varus-valgus solved by Newton for their equilibrium and ML held at
         ``y0``'s (a step towards the equilibrium where ML is barely held)."""
         sub = [0, 2]
-
-        def fun(q: np.ndarray) -> np.ndarray:
-            return self.generalized_forces(np.array([q[0], y0[1], q[1]]), *load_case)[0][sub]
         J = None if self.jacobian is None else self.jacobian[np.ix_(sub, sub)]
-        r = newton(fun, y0[sub], tol=tol[sub], step=STEP[sub], max_iter=self.params.max_iter, max_step=MAX_STEP[sub],
-                   jacobian=J)
+        r = self.statics(load_case, sub, y0).newton(y0[sub], jacobian=J)
         return np.array([r.x[0], y0[1], r.x[1]])
 
     def touching(self, flexion: float, ie: float = 0.0, ap: float = 0.0) -> float:
@@ -397,12 +393,11 @@ class ImplantKnee:
 
 
 def artificial_knee(insert: Source, femoral: Source, params: ImplantKneeParams | None = None,
-                    out: str | Path | None = None, progress: Progress | None = None,
-                    condyles: dict[str, Source] | None = None) -> Summary:
+                    progress: Progress | None = None, condyles: dict[str, Source] | None = None) -> Summary:
     """Run the static settles and/or the gait-like cycle (``params.analysis``); return the summary
-    (DESIGN's keys: ``compartments`` at the instant of maximum axial load, ``wall_s``; ``status``
-    ``failed`` with a ``message`` when an integration or a contact evaluation failed). With ``out``,
-    the pressure maps go to ``out/pressure.zarr`` and the plots to ``out/*.png``."""
+    (the keys ``compartments`` at the instant of maximum axial load, ``wall_s``; ``status``
+    ``failed`` with a ``message`` when an integration or a contact evaluation failed). Its report
+    writes the pressure maps to ``out/pressure.zarr`` and the plots to ``out/*.png``."""
     p = params or ImplantKneeParams()
     say = progress or (lambda s: None)
     t0 = time.perf_counter()
@@ -444,10 +439,6 @@ def artificial_knee(insert: Source, femoral: Source, params: ImplantKneeParams |
                                                    ("force_N", "torque_Nm", "peak_pressure_Pa", "area_m2")}
                                                for n, c in refined["compartments"].items()}
                 values["refined_pass"] = {"t_s": g["t_max_load_s"], "wall_s": g["refined_pass_s"], **refined}
-            if out is not None:
-                from simclient.scenarios.artificial_knee import report
-
-                values["files"] = report.save_gait(Path(out), g, knee, p)
         elif "static" in values:
             # without the cycle, report the heaviest static case
             values["compartments"] = max(values["static"], key=lambda r: r["load_N"])["compartments"]

@@ -8,14 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from simclient.results import pyplot, save_pressure_vtk, save_pressure_zarr
-from simclient.scenarios._base import Summary
+from simclient.results import draw_compartments, pressure_levels, pyplot, save_pressure_vtk, save_pressure_zarr
+from simclient.scenarios._base import Progress, Summary
 from simclient.scenarios.artificial_knee import REPORT_ROWS
 
 __all__ = ["text", "save", "save_gait"]
 
 
-def save(summary: Summary, out: Path) -> list[str]:
+def save(summary: Summary, out: Path, progress: Progress | None = None) -> list[Path]:
     """The gait cycle's maps and plots (:func:`save_gait`), where the run had one."""
     gait = summary.artifacts.get("gait")
     if gait is None:
@@ -66,11 +66,10 @@ def text(summary: Summary) -> str:
         for key, label, scale in REPORT_ROWS:
             lines.append(f"  {label:24s}" + "".join(f"{rp['compartments'][n][key] * scale:12.4g}"
                                                     for n in ("medial", "lateral")))
-    lines.extend(f"  wrote {f}" for f in summary.get("files", []))
     return "\n".join(lines)
 
 
-def save_gait(out: Path, gait: dict[str, Any], knee: Any, params: Any) -> list[str]:
+def save_gait(out: Path, gait: dict[str, Any], knee: Any, params: Any) -> list[Path]:
     """Save the artificial knee's gait cycle to ``out``: the pressure maps as a Zarr v3 group
     ``pressure.zarr`` (one array per compartment, shape (times, nu, nv) in Pa aligned with the
     element grid, chunked one time step per chunk, NaN where no element is usable, plus ``t_s``
@@ -91,15 +90,9 @@ def save_gait(out: Path, gait: dict[str, Any], knee: Any, params: Any) -> list[s
     # contour maps at maximum axial load, both compartments on the insert's x-z plane (mm)
     k_max = int(np.argmax(h["load_N"]))
     fig, ax = plt.subplots(1, 1, figsize=(7, 6))
-    vmax = max(np.nanmax(m[k_max]) for m in gait["maps"].values()) / 1e6
-    levels = np.linspace(0, max(vmax, 1e-3), 15)
-    for name, maps in gait["maps"].items():
-        grid = knee.contact.compartments[name].grid
-        X = grid.centre[:, 0].reshape(grid.shape) * 1e3
-        Z = grid.centre[:, 2].reshape(grid.shape) * 1e3
-        P = np.where(grid.usable.reshape(grid.shape), maps[k_max] / 1e6, np.nan)
-        cs = ax.contourf(Z, X, P, levels=levels, cmap="viridis")
-        ax.contour(Z, X, grid.usable.reshape(grid.shape).astype(float), levels=[0.5], colors="grey", linewidths=0.5)
+    levels = pressure_levels(max(np.nanmax(m[k_max]) for m in gait["maps"].values()) / 1e6)
+    cs = draw_compartments(ax, {name: (knee.contact.compartments[name].grid, maps[k_max])
+                                for name, maps in gait["maps"].items()}, levels)
     fig.colorbar(cs, label="contact pressure [MPa]")
     ax.set(xlabel="z (medial +) [mm]", ylabel="x (posterior +) [mm]", aspect="equal",
            title=f"{params.material} UHMWPE, t = {h['t_s'][k_max]:.2f} s, axial load {h['load_N'][k_max]:.0f} N")
@@ -136,7 +129,7 @@ def save_gait(out: Path, gait: dict[str, Any], knee: Any, params: Any) -> list[s
         series += save_pressure_vtk(out, "artificial_knee_refined", np.array([h["t_s"][k_max]]),
                                     {n: g.centre.reshape(*g.shape, 3) for n, g in finest.items()},
                                     {n: refined.result[n].pressure.reshape(1, *g.shape) for n, g in finest.items()})
-    return [str(out / f) for f in files] + [str(f) for f in series]
+    return [out / f for f in files] + list(series)
 
 
 def _refinement_figure(refinement: Any, title: str) -> Any:

@@ -7,7 +7,7 @@ rotation, valgus, extension): ``flex`` flexion (the femoral shaft turns posterio
 onto the posterior condyles), ``var``
 varus and ``int`` internal rotation, both of the tibia relative to the femur. Flexion is prescribed
 along the path; the other five coordinates solve equilibrium (eq. 18) by Newton
-(:func:`simclient.dynamics.newton`, central-difference Jacobian, the angles' generalized forces
+(:meth:`simclient.dynamics.StaticProblem.newton`, central-difference Jacobian, the angles' generalized forces
 exact: ``Q_int = -M_z``, ``Q_var = -M . Rz(-int) e_x``, ``Q_flex = -M . Rz(-int) Rx(-var) e_y`` for the
 moment ``M`` about the femoral origin), continuing from the previous flexion.
 
@@ -31,7 +31,7 @@ Contact per compartment (medial: y > 0):
 contact runs on the planes only. Each row of the envelope also gives, for the layers, each condyle's
 peak stress, largest displacement ``u_n`` and contact area (Fig. 10's quantities); a flexion step
 starts from the previous equilibrium moved along the path's tangent (:meth:`BlankevoortKnee.predicted`)
-and, if it does not converge, is taken in halves (:func:`simclient.dynamics.continue_step`). The studies
+and, if it does not converge, is taken in halves (:meth:`simclient.dynamics.StaticProblem.continued`). The studies
 ``blankevoort-modulus`` (Fig. 9) and ``blankevoort-contact`` (Figs. 7-8) are registered here.
 
 Assumptions (the paper gives the surfaces and the insertions in figures only): the surfaces of

@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 
 from simclient.contact import CompartmentResult, ContactPair, FoundationContact, LinearLayer, element_grid
-from simclient.dynamics import BlankevoortLaw, continue_step, newton, tangent_step
+from simclient.dynamics import BlankevoortLaw, StaticProblem, StaticResult
 from simclient.errors import ContactError
 from simclient.geometry import StorageWindow, rx, ry, rz
 from simclient.io import Source
-from simclient.scenarios._base import Progress, Summary, Tables
+from simclient.scenarios._base import Progress, Summary, Tables, save_outputs
 from simclient.scenarios.blankevoort import SIDES, Blankevoort, BlankevoortParams
 
 __all__ = ["BUNDLES", "BlankevoortParams", "BlankevoortKnee", "blankevoort", "Blankevoort"]
@@ -74,7 +74,7 @@ def run(params: BlankevoortParams, tables: Tables, *, out: Path | None = None, p
     femoral = {s: tables.open(f"femoral_{s}", Blankevoort.tables[f"femoral_{s}"]) for s in SIDES}
     kind = "plane" if params.surfaces == "planes" else "tibial"
     tibial = {s: tables.open(f"{kind}_{s}", Blankevoort.tables[f"{kind}_{s}"]) for s in SIDES}
-    return blankevoort(femoral, tibial, params, out=out, progress=progress)
+    return save_outputs(blankevoort(femoral, tibial, params, progress=progress), out, progress)
 
 
 def rotation(flexion: float, varus: float, internal: float) -> np.ndarray:
@@ -219,14 +219,14 @@ class BlankevoortKnee:
                 F, M, sides = self.wrench(q, full=True)
                 return self.generalized(q, F, M)[FREE], sides
 
-            r = newton(fun, q[FREE].copy(), tol=np.full(5, p.tol), step=STEP, max_iter=60, max_step=MAX_STEP,
-                       jacobian=self.jacobian, min_step=MIN_STEP)
+            problem = StaticProblem(lambda x, s: fun(x), tol=np.full(5, p.tol), step=STEP, max_step=MAX_STEP,
+                                    max_iter=60, min_step=MIN_STEP)
+            r = problem.newton(q[FREE].copy(), jacobian=self.jacobian)
             self.jacobian = r.jacobian
             q[FREE] = r.x
             Q, sides = checked()
             if r.converged and np.abs(Q).max() > p.tol:  # the full search found more: from there again
-                q[FREE] = newton(fun, q[FREE].copy(), tol=np.full(5, p.tol), step=STEP, max_iter=60,
-                                 max_step=MAX_STEP, min_step=MIN_STEP).x
+                q[FREE] = problem.newton(q[FREE].copy()).x
                 Q, sides = checked()
             return {"q": q, "converged": bool(np.abs(Q).max() <= p.tol), "Q": Q,
                     "forces": {s: float(np.linalg.norm(res.force)) for s, res in sides.items()}, "compartments": sides,
@@ -245,8 +245,9 @@ class BlankevoortKnee:
             tol = np.concatenate([np.full(5, p.tol), np.full(n, 1e-3)])  # gaps to 1 nm
             x0 = np.concatenate([q[FREE], forces])
             J = self.jacobian if self.jacobian is not None and self.jacobian.shape == (5 + n, 5 + n) else None
-            r = newton(fun_r, x0, tol=tol, step=np.concatenate([STEP, np.full(n, 1e-3)]), max_iter=60,
-                       max_step=np.concatenate([MAX_STEP, np.full(n, 1e3)]), jacobian=J, min_step=MIN_STEP)
+            r = StaticProblem(lambda x, s: fun_r(x), tol=tol, step=np.concatenate([STEP, np.full(n, 1e-3)]), max_iter=60,
+                              max_step=np.concatenate([MAX_STEP, np.full(n, 1e3)]),
+                              min_step=MIN_STEP).newton(x0, jacobian=J)
             self.jacobian = r.jacobian
             q[FREE] = r.x[:5]
             forces = r.x[5:]
@@ -264,24 +265,23 @@ class BlankevoortKnee:
     def predicted(self, state: dict[str, Any], flexion: float) -> tuple[np.ndarray, np.ndarray | None]:
         """The start for the solve at ``flexion`` (rad) from the converged ``state``: its
         coordinates (and, rigid, contact forces) moved along the path's tangent
-        (:func:`simclient.dynamics.tangent_step`, with that solve's Jacobian)."""
+        (:meth:`simclient.dynamics.StaticProblem.tangent`, with that solve's Jacobian)."""
         q, forces, J = state["q"], state.get("p"), state.get("jacobian")
         sides = state.get("active", SIDES) if self.rigid else ()
         if J is None or not state.get("converged") or J.shape != (5 + len(sides),) * 2:
             return q, forces
 
-        def residual(flex: float) -> np.ndarray:
+        def residual(x: np.ndarray, flex: float) -> np.ndarray:  # (x: the free coordinates and forces)
             trial = q.copy()
-            trial[3] = flex
-            return self.residual(trial, forces, sides)
+            trial[FREE], trial[3] = x[:5], flex
+            return self.residual(trial, x[5:] if forces is not None else None, sides)
 
-        try:
-            dx = tangent_step(J, residual, q[3], flexion, 1e-6)
-        except ContactError:  # (the differences stepped off a table: no tangent)
-            return q, forces
+        x = np.concatenate([q[FREE], forces if forces is not None else []])
+        at = StaticResult(x, np.zeros(len(x)), 0, True, J, "", q[3])
         moved = q.copy()
-        moved[FREE] += dx[:5]
-        return moved, (None if forces is None else forces + dx[5:])
+        start = StaticProblem(residual, tol=np.ones(len(x)), step=np.ones(len(x))).tangent(at, flexion, 1e-6)
+        moved[FREE] = start[:5]
+        return moved, (None if forces is None else start[5:])
 
     def reference(self) -> np.ndarray:
         """The reference position (ligaments not yet attached): flexion, internal rotation, AP and
@@ -300,9 +300,8 @@ class BlankevoortKnee:
                 r = self.residual(q, x[2:], SIDES)
                 return np.concatenate([r[[2, 3]], r[5:]])
 
-            x = newton(fun, np.array([0.0, 0.0, p.compression_N / 2, p.compression_N / 2]),
-                       tol=np.array([p.tol, p.tol, 1e-3, 1e-3]), step=np.array([1e-7, 1e-7, 1e-3, 1e-3]),
-                       max_iter=60)
+            x = StaticProblem(lambda x, s: fun(x), tol=[p.tol, p.tol, 1e-3, 1e-3], step=[1e-7, 1e-7, 1e-3, 1e-3],
+                              max_iter=60).newton(np.array([0.0, 0.0, p.compression_N / 2, p.compression_N / 2]))
         else:
             q[2] = -self._lift()
 
@@ -310,8 +309,8 @@ class BlankevoortKnee:
                 q[free] = x
                 return self.residual(q)[[2, 3]]
 
-            x = newton(fun, q[free].copy(), tol=np.full(2, p.tol), step=np.full(2, 1e-7), max_iter=60,
-                       max_step=np.array([2e-4, 0.01]))
+            x = StaticProblem(lambda x, s: fun(x), tol=np.full(2, p.tol), step=np.full(2, 1e-7), max_iter=60,
+                              max_step=[2e-4, 0.01]).newton(q[free].copy())
         if not x.converged:
             raise ContactError(f"blankevoort: no reference position (residual {np.abs(x.f).max():.3g})")
         q[free] = x.x[:2]
@@ -339,7 +338,7 @@ def _whole(source: Source) -> tuple[int, int]:
 
 
 def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: BlankevoortParams | None = None,
-                out: str | Path | None = None, progress: Progress | None = None) -> Summary:
+                progress: Progress | None = None) -> Summary:
     """The envelope of passive motion: flexion 0 to ``flexion_max_deg`` by ``flexion_step_deg`` (the
     last step shorter where it does not divide the path) under the axial torque of each path; the
     summary's ``envelope`` rows, the largest residuals and the forces at 95 deg."""
@@ -382,23 +381,10 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
         for fl in flexions:
             say(f"{path} path: flexion {fl:g} deg")
             # a step that does not converge (a stiff layer's contact moving fast) is taken in halves
-            state = continue_step(advance, lambda st: st["converged"], last, math.radians(fl), state, MAX_HALVINGS)
+            state = StaticProblem.continued(advance, lambda st: st["converged"], last, math.radians(fl), state,
+                                            MAX_HALVINGS)
             q, last = state["q"], math.radians(fl)
-            row = {"flexion_deg": float(fl), "path": path, "converged": state["converged"],
-                   "internal_rotation_deg": math.degrees(q[5]), "varus_deg": math.degrees(q[4]),
-                   "translation_m": q[:3].tolist(),
-                   "medial_force_N": state["forces"].get("medial", 0.0),
-                   "lateral_force_N": state["forces"].get("lateral", 0.0),
-                   "residual_N": float(np.abs(state["Q"][:3]).max()),
-                   "residual_Nm": float(np.abs(state["Q"][3:5]).max())}
-            loads = knee.bundle_loads(q)
-            row["bundle_strain"] = {n: strain for n, (strain, _) in loads.items()}
-            row["bundle_force_N"] = {n: tension for n, (_, tension) in loads.items()}
-            for side, res in state.get("compartments", {}).items():  # the layer's (Fig. 10's quantities)
-                row[f"{side}_peak_stress_Pa"] = res.peak_pressure
-                row[f"{side}_max_displacement_m"] = float(res.depth.max())
-                row[f"{side}_area_m2"] = res.area
-            rows.append(row)
+            rows.append(_envelope_row(knee, state, path, float(fl)))
             if not state["converged"]:  # this path ends here; the other still runs
                 failures.append(f"{path} path: no equilibrium at flexion {fl:g} deg "
                                 f"(residual {np.abs(state['Q']).max():.3g}){_grid_hint(state, p.grid)}")
@@ -417,12 +403,26 @@ def blankevoort(femoral: dict[str, Source], tibial: dict[str, Source], params: B
         values["at_95_deg_internal"] = {"medial_force_N": at95[0]["medial_force_N"],
                                         "lateral_force_N": at95[0]["lateral_force_N"], "paper": PAPER_95_DEG}
     values["wall_s"] = time.perf_counter() - t0
-    summary = Summary("blankevoort", values, {"knee": knee})
-    if out is not None:
-        from simclient.scenarios.blankevoort import report
+    return Summary("blankevoort", values, {"knee": knee})
 
-        values["files"] = report.save(summary, Path(out))
-    return summary
+
+def _envelope_row(knee: BlankevoortKnee, state: dict[str, Any], path: str, flexion_deg: float) -> dict[str, Any]:
+    """One row of the envelope: the pose, the contact forces (N), the residuals, each bundle's
+    strain and force (N) and, with a deformable layer, its peak stress (Pa), largest displacement
+    (m) and contact area (m^2) per condyle (Fig. 10's quantities)."""
+    q = state["q"]
+    row = {"flexion_deg": flexion_deg, "path": path, "converged": state["converged"],
+           "internal_rotation_deg": math.degrees(q[5]), "varus_deg": math.degrees(q[4]), "translation_m": q[:3].tolist(),
+           "medial_force_N": state["forces"].get("medial", 0.0), "lateral_force_N": state["forces"].get("lateral", 0.0),
+           "residual_N": float(np.abs(state["Q"][:3]).max()), "residual_Nm": float(np.abs(state["Q"][3:5]).max())}
+    loads = knee.bundle_loads(q)
+    row["bundle_strain"] = {n: strain for n, (strain, _) in loads.items()}
+    row["bundle_force_N"] = {n: tension for n, (_, tension) in loads.items()}
+    for side, res in state.get("compartments", {}).items():
+        row[f"{side}_peak_stress_Pa"] = res.peak_pressure
+        row[f"{side}_max_displacement_m"] = float(res.depth.max())
+        row[f"{side}_area_m2"] = res.area
+    return row
 
 
 def _grid_hint(state: dict[str, Any], grid: tuple[int, int]) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from simclient.results import pyplot
-from simclient.scenarios._base import Summary
+from simclient.scenarios._base import Progress, Summary
 
 __all__ = ["text", "save", "study_figure"]
 
@@ -42,11 +42,10 @@ def text(summary: Summary) -> str:
         e = summary["largest_strain"]
         lines.append(f"  largest bundle strain {e['strain'] * 100:.1f} % ({e['bundle']}, {e['force_N']:.0f} N): "
                      f"{e['path']} path, {e['flexion_deg']:g} deg")
-    lines.extend(f"  wrote {f}" for f in summary.get("files", []))
     return "\n".join(lines)
 
 
-def save(summary: Summary, out: Path) -> list[str]:
+def save(summary: Summary, out: Path, progress: Progress | None = None) -> list[Path]:
     """Save Blankevoort's envelope to ``out``: ``blankevoort_envelope.csv`` (one row per solved
     flexion and path, with every bundle's strain and tension) and ``blankevoort_envelope.png``
     (internal-external rotation, varus, the femoral origin's translations, the per-condyle contact
@@ -99,7 +98,7 @@ def save(summary: Summary, out: Path) -> list[str]:
     fig.tight_layout()
     fig.savefig(out / "blankevoort_envelope.png", dpi=110)
     plt.close(fig)
-    files = [str(out / "blankevoort_envelope.csv"), str(out / "blankevoort_envelope.png")]
+    files = [out / "blankevoort_envelope.csv", out / "blankevoort_envelope.png"]
     if summary["contact"] != "rigid":
         files += _maps(plt, out, summary)
     return files
@@ -130,7 +129,7 @@ def study_figure(plt: Any, cases: list[tuple[str, Summary]]) -> Any:
     return fig
 
 
-def _maps(plt: Any, out: Path, summary: Summary) -> list[str]:
+def _maps(plt: Any, out: Path, summary: Summary) -> list[Path]:
     """The paper's Fig. 10: the layer's displacement (mm) and stress (MPa) over each condyle's
     contact at 45 and 90 deg flexion on each path, seen from above in the tibia frame (ML against
     AP, mm): ``blankevoort_maps.png``, and the maps as ``blankevoort_maps.npz`` (per path, flexion
@@ -148,7 +147,7 @@ def _maps(plt: Any, out: Path, summary: Summary) -> list[str]:
                                                 for (path, fl, side), m in maps.items()
                                                 for name, a in zip(("centre_m", "displacement_m", "stress_Pa"), m)})
     if not maps:
-        return [str(out / "blankevoort_maps.npz")]
+        return [out / "blankevoort_maps.npz"]
     d_max = max(float(d.max(initial=0.0)) for _, d, _ in maps.values()) * 1e3
     p_max = max(float(p.max(initial=0.0)) for _, _, p in maps.values()) / 1e6
     fig, axes = plt.subplots(2, 4, figsize=(17, 8), squeeze=False)
@@ -177,4 +176,4 @@ def _maps(plt: Any, out: Path, summary: Summary) -> list[str]:
     fig.tight_layout()
     fig.savefig(out / "blankevoort_maps.png", dpi=110)
     plt.close(fig)
-    return [str(out / "blankevoort_maps.npz"), str(out / "blankevoort_maps.png")]
+    return [out / "blankevoort_maps.npz", out / "blankevoort_maps.png"]

@@ -24,7 +24,7 @@ from simclient.dynamics import (
 from simclient.errors import ContactError, ParameterError
 from simclient.geometry import StorageWindow
 from simclient.io import MemorySource, Source, open_surface
-from simclient.scenarios._base import Progress, Summary, Tables, time_progress
+from simclient.scenarios._base import Progress, Summary, Tables, save_outputs, time_progress
 from simclient.scenarios.bouncing_ball import G, BallParams, BouncingBall
 
 __all__ = ["run", "bouncing_ball", "hertz_drop"]
@@ -48,11 +48,7 @@ def run(params: BallParams, tables: Tables, *, out: Path | None = None, progress
     summary = bouncing_ball(tables.location("ball", roles["ball"]), tables.location("ground", roles["ground"]), params,
                             chart=tables.location("ball_chart", roles["ball_chart"]) if params.atlas else None,
                             source_kwargs=tables.source_kwargs(), progress=time_progress(progress, params.t_end))
-    if out is not None:
-        from simclient.scenarios.bouncing_ball import report
-
-        summary.values["outputs"] = [str(f) for f in report.save(summary, out)]
-    return summary
+    return save_outputs(summary, out, progress)
 
 
 def bouncing_ball(ball: str | Source, ground: str | Source, params: BallParams = BallParams(), *,
@@ -62,7 +58,7 @@ def bouncing_ball(ball: str | Source, ground: str | Source, params: BallParams =
     :func:`simclient.open_surface`); with ``chart``, a second table of the ball in the same frame,
     the two an atlas. ``in_memory`` reads the tables whole into memory first (the no-window
     baseline). Returns DESIGN's summary; the artifacts hold the integration ``result``, the
-    ``system``, its ``contact`` and the windows' ``moves``."""
+    ``system``, its ``contact``, the windows' ``moves`` and when the run ``ended`` (``time.perf_counter``)."""
     p = params
     kw = source_kwargs or {}
     t_setup = time.perf_counter()
@@ -97,6 +93,7 @@ def bouncing_ball(ball: str | Source, ground: str | Source, params: BallParams =
     wait0 = sum(w.wait_s for w in read.values())  # the first windows' fetch belongs to the set-up
     res = simulate(system, p.t_end, method=p.method, rtol=p.rtol, atol=p.atol,
                    h=p.h if p.method == "rk4" else None, progress=progress)
+    ended = time.perf_counter()
     # window statistics and moves of the run itself (post-processing below moves the windows again)
     windows = {role: w.stats for role, w in read.items()}
     moves = {role: list(w.moves) for role, w in read.items()}
@@ -108,7 +105,7 @@ def bouncing_ball(ball: str | Source, ground: str | Source, params: BallParams =
               "tables": {role: w.name for role, w in read.items()}, "windows": windows,
               **({} if w_chart is None else {"chart_switches": contact.pair.switches})}  # type: ignore[union-attr]
     return Summary("bouncing-ball", values, {"result": res, "system": system, "contact": contact, "moves": moves,
-                                             "params": p})
+                                             "ended": ended, "params": p})
 
 
 def _impacts(system: MultibodySystem, contact: ContactModel, res: SimulationResult, p: BallParams) -> dict[str, Any]:

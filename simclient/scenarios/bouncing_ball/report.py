@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from simclient.scenarios._base import Summary
+from simclient.scenarios._base import Progress, Summary
 from simclient.results import pyplot as _pyplot
 from simclient.results import save_surfaces_vtk
 
@@ -41,7 +42,16 @@ def text(summary: Summary) -> str:
     return "\n".join(lines)
 
 
-def save(summary: Summary, out: Path) -> list[Path]:
+def window_steps(moves: dict[str, list[tuple[float, Any]]], ended: float) -> dict[str, tuple[list[float], list[int]]]:
+    """Each window's first record in v (``rj0``) from its opening to the run's end, against the wall
+    time (s) since the first window opened: ``moves`` as the windows record them (``(time, block)``,
+    ``time.perf_counter`` seconds), ``ended`` when the run ended."""
+    t0 = min(m[0][0] for m in moves.values())
+    return {name: ([x[0] - t0 for x in m] + [ended - t0], [x[1].rj0 for x in m] + [m[-1][1].rj0])
+            for name, m in moves.items()}
+
+
+def save(summary: Summary, out: Path, progress: Progress | None = None) -> list[Path]:
     """Save the ball's trajectory, the indentation and force histories and plots to ``out``."""
     plt = _pyplot()
     out.mkdir(parents=True, exist_ok=True)
@@ -80,15 +90,13 @@ def save(summary: Summary, out: Path) -> list[Path]:
     ax[0, 1].legend()
     ax[1, 0].plot(t, force)
     ax[1, 0].set(xlabel="t [s]", ylabel="elastic normal force [N]", title="contact force")
-    moves = summary.artifacts["moves"]
-    t0 = moves["ground"][0][0]
-    for name in ("ground", "ball"):
-        m = moves[name] + [(res.wall_s + t0, moves[name][-1][1])]
-        ax[1, 1].step([x[0] - t0 for x in m], [x[1].rj0 for x in m], where="post", label=f"{name} window rj0")
-    ax[1, 1].set(xlabel="wall time of the run [s]", ylabel="first record of the window (v)",
+    for name, (wall, rj0) in window_steps(summary.artifacts["moves"], summary.artifacts["ended"]).items():
+        ax[1, 1].step(wall, rj0, where="post", label=f"{name} window rj0")
+    ax[1, 1].set(xlabel="wall time since the windows opened [s]", ylabel="first record of the window (v)",
                  title="window moves during the run")
     ax[1, 1].legend()
     fig.tight_layout()
     fig.savefig(files[2], dpi=110)
     plt.close(fig)
-    return files + save_surfaces_vtk(summary.artifacts["result"], summary.artifacts["system"], out, "bouncing_ball")
+    return files + save_surfaces_vtk(summary.artifacts["result"], summary.artifacts["system"], out, "bouncing_ball",
+                                   progress=progress)

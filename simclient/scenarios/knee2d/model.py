@@ -23,7 +23,7 @@ from simclient.dynamics import (
 )
 from simclient.errors import ContactError, ParameterError
 from simclient.geometry import StorageWindow
-from simclient.scenarios._base import Progress, Summary, Tables, time_progress
+from simclient.scenarios._base import Progress, Summary, Tables, save_outputs, time_progress
 from simclient.scenarios.knee2d import GEOMETRIES, MATERIAL_NAMES, Knee2DParams, table_names
 
 __all__ = ["run", "knee2d", "force_law", "LIGAMENTS_2D", "MATERIAL_CASES", "flexion_deg", "impact_hysteresis"]
@@ -87,11 +87,7 @@ def force_law(p: Knee2DParams) -> ForceLaw:
 def run(params: Knee2DParams, tables: Tables, *, out: Path | None = None, progress: Progress | None = None) -> Summary:
     """The planar knee on ``tables`` (the profiles of :func:`table_names`); with ``out``, its report's files there."""
     summary = knee2d(tables, params, progress)
-    if out is not None:
-        from simclient.scenarios.knee2d import report
-
-        summary.values["outputs"] = [str(f) for f in report.save(summary, out)]
-    return summary
+    return save_outputs(summary, out, progress)
 
 
 def flexion_deg(phi: float) -> float:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from simclient.results import pyplot, save_table
-from simclient.scenarios._base import Summary
+from simclient.scenarios._base import Progress, Summary
 
 __all__ = ["text", "save", "study_figure"]
 
@@ -52,7 +52,7 @@ def _knee2d_axes(ax: Any, h: dict[str, np.ndarray], label: str | None = None, fi
             a.invert_xaxis()  # the knee extends: flexion falls with time
 
 
-def save(summary: Summary, out: Path) -> list[Path]:
+def save(summary: Summary, out: Path, progress: Progress | None = None) -> list[Path]:
     """Save the planar knee's histories (NPZ, CSV) and plots (flexion, indentation, force,
     force-indentation loops, ligament forces, contact-point trajectory) to ``out``."""
     plt = pyplot()

@@ -11,7 +11,7 @@ import numpy as np
 from simclient.contact import hertz_stiffness, make_law
 from simclient.dynamics import Body, ContactModel, Ligament, MultibodySystem, QuadraticLaw, Surface, ligament_forces, simulate
 from simclient.geometry import StorageWindow, rx
-from simclient.scenarios._base import Progress, Summary, Tables, time_progress
+from simclient.scenarios._base import Progress, Summary, Tables, save_outputs, time_progress
 from simclient.scenarios.knee3d import TABLES, KneeParams
 
 __all__ = ["run", "knee3d", "KNEE_LIGAMENTS", "flexion_deg", "internal_rotation_deg", "thesis_checks"]
@@ -34,11 +34,7 @@ CONDYLE_RADII = {"medial": 0.021, "lateral": 0.020}  # m, the sample condyle tab
 def run(params: KneeParams, tables: Tables, *, out: Path | None = None, progress: Progress | None = None) -> Summary:
     """The 3D knee on ``tables`` (the roles of :data:`TABLES`); with ``out``, its report's files there."""
     summary = knee3d(tables, params, progress)
-    if out is not None:
-        from simclient.scenarios.knee3d import report
-
-        summary.values["outputs"] = [str(f) for f in report.save(summary, out)]
-    return summary
+    return save_outputs(summary, out, progress)
 
 
 def flexion_deg(A: np.ndarray) -> float:

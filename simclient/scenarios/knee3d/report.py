@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from simclient.results import pyplot, save_surfaces_vtk, save_table
-from simclient.scenarios._base import Summary
+from simclient.scenarios._base import Progress, Summary
 
 __all__ = ["text", "save", "study_figure"]
 
@@ -24,7 +24,7 @@ def text(summary: Summary) -> str:
             f"{k}: {v:.1f}" for k, v in summary["internal_rotation_deg"].items())])
 
 
-def save(summary: Summary, out: Path) -> list[Path]:
+def save(summary: Summary, out: Path, progress: Progress | None = None) -> list[Path]:
     """Save the knee's histories (NPZ, CSV) and plots against flexion to ``out``."""
     plt = pyplot()
     out.mkdir(parents=True, exist_ok=True)
@@ -51,7 +51,8 @@ def save(summary: Summary, out: Path) -> list[Path]:
     fig.tight_layout()
     fig.savefig(files[2], dpi=110)
     plt.close(fig)
-    return files + save_surfaces_vtk(summary.artifacts["result"], summary.artifacts["system"], out, "knee3d")
+    return files + save_surfaces_vtk(summary.artifacts["result"], summary.artifacts["system"], out, "knee3d",
+                                   progress=progress)
 
 
 def study_figure(plt: Any, cases: list[tuple[str, Summary]]) -> Any:

@@ -14,7 +14,7 @@ from simclient.contact import FoundationContact, LayerLaw, LinearLayer, element_
 from simclient.dynamics import Body, FoundationLoad, MultibodySystem, simulate
 from simclient.errors import ContactError, ParameterError
 from simclient.io import Source
-from simclient.scenarios._base import (Progress, Summary, Tables, time_progress)
+from simclient.scenarios._base import (Progress, Summary, Tables, save_outputs, time_progress)
 from simclient.scenarios.layer_drop import LayerDropParams, LayerDropScenario
 
 __all__ = ["run", "layer_drop", "drop_system", "sphere_radius", "foundation_closed_form"]
@@ -25,8 +25,9 @@ START_GAP = 1e-5  # m: the ball's lowest point above the layer at the start
 def run(params: LayerDropParams, tables: Tables, *, out: Path | None = None, progress: Progress | None = None) -> Summary:
     """The scenario on ``tables``; with ``out``, its report's files there."""
     roles = LayerDropScenario.tables
-    return layer_drop(tables.open("ball", roles["ball"]), tables.open("layer", roles["layer"]), params, out=out,
-                      progress=progress)
+    summary = layer_drop(tables.open("ball", roles["ball"]), tables.open("layer", roles["layer"]), params,
+                         progress=progress)
+    return save_outputs(summary, out, progress)
 
 
 def sphere_radius(sphere: Source) -> float:
@@ -72,9 +73,8 @@ def foundation_closed_form(law: LinearLayer, radius: float, thickness: float, ma
     return {"k_N_m2": k, "max_indentation_m": dmax, "contact_time_s": 2 / 3 * beta(1 / 3, 1 / 2) * dmax / v0}
 
 
-def layer_drop(sphere: Source, plane: Source, params: LayerDropParams | None = None, out: str | Path | None = None,
-               progress: Progress | None = None) -> Summary:
-    """Drop the ball (see the module docstring); the summary and, with ``out``, its history and plots."""
+def layer_drop(sphere: Source, plane: Source, params: LayerDropParams | None = None, progress: Progress | None = None) -> Summary:
+    """Drop the ball (see the module docstring): the summary (its report writes the history and plots)."""
     p = params or LayerDropParams()
     say = progress or (lambda s: None)
     t0 = time.perf_counter()
@@ -135,10 +135,6 @@ def layer_drop(sphere: Source, plane: Source, params: LayerDropParams | None = N
     values["wall_s"] = time.perf_counter() - t0
     summary = Summary("layer-drop", values, {"history": history, "load": load, "system": system, "result": res,
                                              "lowest": lowest})
-    if out is not None:
-        from simclient.scenarios.layer_drop import report
-
-        values["files"] = [str(f) for f in report.save(summary, Path(out))]
     return summary
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from simclient.results import pyplot, save_table
-from simclient.scenarios._base import Summary
+from simclient.scenarios._base import Progress, Summary
 
 __all__ = ["text", "save", "study_figure"]
 
@@ -39,11 +39,10 @@ def text(summary: Summary) -> str:
               f"{summary['energy_in_J']:.4g} J",
               f"  peak force {summary['peak_force_N']:.4g} N, peak pressure {summary['peak_pressure_Pa'] / 1e6:.4g} MPa, "
               f"largest contact area {summary['max_area_m2'] * 1e6:.4g} mm^2"]
-    lines.extend(f"  wrote {f}" for f in summary.get("files", []))
     return "\n".join(lines)
 
 
-def save(summary: Summary, out: Path) -> list[Path]:
+def save(summary: Summary, out: Path, progress: Progress | None = None) -> list[Path]:
     """The layer drop's history (``layer_drop.npz``, ``.csv``) and plots (``layer_drop.png``): the
     force against the indentation (a loop where the layer dissipates) with the closed forms' ``k
     d^2``, the force and contact area against time, the ball's height and speed, and the pressure

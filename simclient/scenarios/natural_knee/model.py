@@ -13,7 +13,7 @@ import numpy as np
 from simclient.contact import FoundationContact, LinearLayer, element_grid
 from simclient.errors import ContactError, ParameterError, SimulationError
 from simclient.io import MemorySource, Source
-from simclient.scenarios._base import Progress, Summary, Tables
+from simclient.scenarios._base import Progress, Summary, Tables, save_outputs
 from simclient.scenarios.artificial_knee import ImplantKneeParams
 from simclient.scenarios.artificial_knee.model import ImplantKnee, femoral_rotation
 from simclient.scenarios.natural_knee import NaturalKneeParams, NaturalKneeScenario
@@ -31,8 +31,8 @@ FLEXION_DEG = 30.0  # Bei & Fregly's pose
 
 def run(params: NaturalKneeParams, tables: Tables, *, out: Path | None = None, progress: Progress | None = None) -> Summary:
     """The scenario on ``tables``; with ``out``, its report's files there."""
-    return natural_knee(tables.open("tibial", NaturalKneeScenario.tables["tibial"]), params, out=out,
-                        progress=progress)
+    summary = natural_knee(tables.open("tibial", NaturalKneeScenario.tables["tibial"]), params, progress=progress)
+    return save_outputs(summary, out, progress)
 
 
 def conforming_condyle(tibial: MemorySource, records: tuple[int, int], centre: tuple[float, float], radius: float,
@@ -115,8 +115,7 @@ class NaturalKnee(ImplantKnee):
             * self.centres["lateral"]
 
 
-def natural_knee(tibial: Source, params: NaturalKneeParams | None = None,
-                 out: str | Path | None = None, progress: Progress | None = None) -> Summary:
+def natural_knee(tibial: Source, params: NaturalKneeParams | None = None, progress: Progress | None = None) -> Summary:
     """The static settle with small and large strain; the summary's ``strain`` -> ``small`` /
     ``large`` -> ``compartments`` (the artificial knee's keys), the large/small ratios and Table 3."""
     p = params or NaturalKneeParams()
@@ -158,11 +157,6 @@ def natural_knee(tibial: Source, params: NaturalKneeParams | None = None,
                                          for st, v in values["strain"].items()}
     values["table_3"] = {st: {n: dict(zip(KEYS, v)) for n, v in sides.items()} for st, sides in TABLE_3.items()}
     values["wall_s"] = time.perf_counter() - t0
-    summary = Summary("natural-knee", values, {"knees": knees})
-    if out is not None and knees:
-        from simclient.scenarios.natural_knee import report
-
-        values["files"] = report.save(summary, Path(out))
-    return summary
+    return Summary("natural-knee", values, {"knees": knees})
 
 

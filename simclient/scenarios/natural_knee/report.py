@@ -6,16 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
-from simclient.results import pyplot
-from simclient.scenarios._base import Summary
+from simclient.results import draw_compartments, pressure_levels, pyplot
+from simclient.scenarios._base import Progress, Summary
 from simclient.scenarios.artificial_knee import REPORT_ROWS
 
 __all__ = ["text", "save", "study_figure"]
 
 
-def save(summary: Summary, out: Path) -> list[str]:
+def save(summary: Summary, out: Path, progress: Progress | None = None) -> list[Path]:
     """The run's pressure maps (:func:`save_maps`)."""
     return save_maps(out, summary)
 
@@ -46,11 +45,10 @@ def text(summary: Summary) -> str:
                                  f"{r[n]['peak_pressure_Pa']:.4f}" for n in ("medial", "lateral")))
     lines.append("  compartment forces over the load: " + ", ".join(
         f"{st} {v:.5f}" for st, v in summary["force_sum_over_load"].items()))
-    lines.extend(f"  wrote {f}" for f in summary.get("files", []))
     return "\n".join(lines)
 
 
-def save_maps(out: Path, summary: Summary) -> list[str]:
+def save_maps(out: Path, summary: Summary) -> list[Path]:
     """Save the natural knee's pressure maps: ``natural_knee_pressure.png`` (small and large strain,
     both compartments on the tibia's x-z plane, mm, MPa) and the maps as ``natural_knee.zarr`` (per
     strain and compartment, aligned with the element grid, Pa)."""
@@ -59,19 +57,14 @@ def save_maps(out: Path, summary: Summary) -> list[str]:
     plt = pyplot()
     out.mkdir(parents=True, exist_ok=True)
     knees = summary.artifacts["knees"]
-    group = zarr.open_group(str(out / "natural_knee.zarr"), mode="w")
+    group = zarr.open_group(out / "natural_knee.zarr", mode="w")
     fig, axes = plt.subplots(1, len(knees), figsize=(5.5 * len(knees), 4.2), squeeze=False, layout="constrained")
-    vmax = max(r.peak_pressure for _, res in knees.values() for r in res["results"].values()) / 1e6
-    levels = np.linspace(0, max(vmax, 1e-3), 15)
+    levels = pressure_levels(max(r.peak_pressure for _, res in knees.values() for r in res["results"].values()) / 1e6)
     for ax, (strain, (knee, res)) in zip(axes[0], knees.items()):
-        for name, r in res["results"].items():
-            grid = knee.contact.compartments[name].grid
-            X = grid.centre[:, 0].reshape(grid.shape) * 1e3
-            Z = grid.centre[:, 2].reshape(grid.shape) * 1e3
-            P = np.nan_to_num(r.pressure.reshape(grid.shape)) / 1e6
-            cs = ax.contourf(Z, X, P, levels=levels, cmap="viridis")
-            ax.contour(Z, X, grid.usable.reshape(grid.shape).astype(float), levels=[0.5], colors="grey", linewidths=0.5)
-            group.create_array(f"{strain}/{name}", data=r.pressure.reshape(grid.shape))
+        maps = {name: (knee.contact.compartments[name].grid, r.pressure) for name, r in res["results"].items()}
+        cs = draw_compartments(ax, maps, levels)
+        for name, (grid, pressure) in maps.items():
+            group.create_array(f"{strain}/{name}", data=pressure.reshape(grid.shape))
         ax.set_title(f"{strain} strain: peak {max(r.peak_pressure for r in res['results'].values()) / 1e6:.2f} MPa")
         ax.set_xlabel("z (lateral) [mm]")
         ax.set_ylabel("x (anterior) [mm]")
@@ -79,7 +72,7 @@ def save_maps(out: Path, summary: Summary) -> list[str]:
     fig.colorbar(cs, ax=axes[0].tolist(), label="pressure [MPa]")
     fig.savefig(out / "natural_knee_pressure.png", dpi=110)
     plt.close(fig)
-    return [str(out / "natural_knee.zarr"), str(out / "natural_knee_pressure.png")]
+    return [out / "natural_knee.zarr", out / "natural_knee_pressure.png"]
 
 
 def study_figure(plt: Any, cases: list[tuple[str, Summary]]) -> Any:

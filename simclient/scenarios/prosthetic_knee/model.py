@@ -21,7 +21,7 @@ from simclient.dynamics import (
     spring_damper,
 )
 from simclient.geometry import StorageWindow, rot2
-from simclient.scenarios._base import Progress, Summary, Tables, time_progress
+from simclient.scenarios._base import Progress, Summary, Tables, save_outputs, time_progress
 from simclient.scenarios.prosthetic_knee import TABLES, ProstheticKneeParams
 
 __all__ = ["run", "prosthetic_knee", "BODIES", "JOINT_VECTORS", "JOINTS"]
@@ -53,11 +53,7 @@ def _point(body: int, name: str) -> np.ndarray:
 def run(params: ProstheticKneeParams, tables: Tables, *, out: Path | None = None, progress: Progress | None = None) -> Summary:
     """The scenario on ``tables``; with ``out``, its report's files there."""
     summary = prosthetic_knee(tables, params, progress)
-    if out is not None:
-        from simclient.scenarios.prosthetic_knee import report
-
-        summary.values["outputs"] = [str(f) for f in report.save(summary, out)]
-    return summary
+    return save_outputs(summary, out, progress)
 
 
 def thigh_motion(theta0: float, hip: np.ndarray, rng: float, T: float) -> Any:

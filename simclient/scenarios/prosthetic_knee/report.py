@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 
 from simclient.results import pyplot, save_table
-from simclient.scenarios._base import Summary
+from simclient.scenarios._base import Progress, Summary
 
 __all__ = ["text", "save", "save_cases", "save_study"]
 
 
-def save(summary: Summary, out: Path) -> list[Path]:
+def save(summary: Summary, out: Path, progress: Progress | None = None) -> list[Path]:
     """One run's histories and Fig. 6 (:func:`save_cases` of the run alone, named by its law)."""
     return save_cases([(summary["law"], summary)], out)
 

@@ -1,0 +1,356 @@
+"""The store and the CLIs under attack and careless use: one regression test per finding of the
+hardening review (F1-F9), against the real server where the finding was made against it."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import httpx
+import numpy as np
+import psutil
+import pytest
+
+from preprocess.build import build_surface, parse_surface
+from simclient.bench import StoreProcess
+from surfacestore.format import RecordBlock, open_table
+
+
+def _build(root: Path, name: str, grid=(40, 50), record=(9, 7)):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_surface(parse_surface(name, {"family": "sphere", "radius": 0.02, "u_range_deg": [-80, 80],
+                                                  "grid": list(grid), "record": list(record)}), root, overwrite=True)
+
+
+def _raw(port: int, request: bytes, timeout: float = 10.0) -> bytes:
+    """Send raw bytes, return everything the server answers until it closes or the timeout."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(request)
+        out = b""
+        try:
+            while chunk := s.recv(65536):
+                out += chunk
+        except TimeoutError:
+            pass
+        return out
+
+
+# -- F1: a table that fails to open must not disturb any other request -------------------------------
+
+@pytest.mark.slow
+def test_f1_broken_table_never_disturbs_healthy_reads(tmp_path):
+    good = _build(tmp_path, "good")
+    broken = _build(tmp_path, "broken")
+    meta = broken.path / "zarr.json"
+    meta.write_text(meta.read_text()[: len(meta.read_text()) // 2])  # cut in half
+    expect = {(ri, rj): good.read_record(ri, rj) for ri in range(good.header.n_rec_u)
+              for rj in range(good.header.n_rec_v)}
+    store = StoreProcess(tmp_path, "--cache-mb", "0")  # every read goes to disk
+    stop = threading.Event()
+    problems: list[str] = []
+    broken_status: set[int] = set()
+    reads = [0]
+
+    def guarded(fn):  # an exception in a thread is a problem of the test, not a silent death
+        def run(*args):
+            try:
+                fn(*args)
+            except Exception as exc:
+                problems.append(f"{fn.__name__}: {exc!r}")
+        return run
+
+    @guarded
+    def hammer_broken() -> None:
+        with httpx.Client(timeout=10) as c:
+            while not stop.is_set():
+                for path in ("/v1/surfaces/broken", "/v1/surfaces/broken/records/0/0"):
+                    broken_status.add(c.get(store.url + path).status_code)
+                listed = {t["name"]: t["status"] for t in c.get(store.url + "/v1/surfaces").json()}
+                if listed != {"good": "ok", "broken": "unreadable"}:
+                    problems.append(f"list: {listed}")
+
+    @guarded
+    def read_healthy(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        keys = list(expect)
+        with httpx.Client(timeout=10) as c:
+            while not stop.is_set():
+                ri, rj = keys[rng.integers(len(keys))]
+                r = c.get(f"{store.url}/v1/surfaces/good/records/{ri}/{rj}")
+                reads[0] += 1
+                if r.status_code != 200:
+                    problems.append(f"({ri}, {rj}): HTTP {r.status_code} {r.text[:100]}")
+                elif not np.array_equal(np.load(io.BytesIO(r.content)), expect[ri, rj]):
+                    problems.append(f"({ri}, {rj}): WRONG DATA")
+    try:
+        threads = [threading.Thread(target=hammer_broken)] + [threading.Thread(target=read_healthy, args=(k,))
+                                                              for k in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(6)
+        stop.set()
+        for t in threads:
+            t.join()
+        assert store.proc.poll() is None, "the store died"
+    finally:
+        store.stop()
+    assert not problems, problems[:10]
+    assert reads[0] > 200
+    assert broken_status == {503}, broken_status
+
+
+# -- F2: a malformed header is a 503 for that table, and the list still serves -------------------------
+
+@pytest.mark.parametrize("key, value", [("u_pts", 0), ("u_pts", 10**9), ("shard_records", -1), ("du", math.nan),
+                                        ("v_npts", "many"), ("normal_sign", 0)])
+def test_f2_malformed_header(tmp_path, key, value):
+    _build(tmp_path, "good")
+    bad = _build(tmp_path, "bad")
+    meta = json.loads((bad.path / "zarr.json").read_text())
+    meta["attributes"]["surface"][key] = value
+    (bad.path / "zarr.json").write_text(json.dumps(meta))  # NaN is written as NaN, as a careless tool would
+    store = StoreProcess(tmp_path)
+    try:
+        for path in ("/v1/surfaces/bad", "/v1/surfaces/bad/records/0/0", "/v1/surfaces/bad/window?ri=0&rj=0&wu=3&wv=3"):
+            r = httpx.get(store.url + path)
+            assert r.status_code == 503 and r.json()["error"] == "table_unreadable", (path, r.text)
+            assert key in r.json()["detail"] and str(tmp_path) not in r.json()["detail"]
+        listed = {t["name"]: t for t in httpx.get(store.url + "/v1/surfaces").json()}
+        assert listed["good"]["status"] == "ok" and listed["bad"]["status"] == "unreadable"
+        assert key in listed["bad"]["detail"]
+        assert httpx.get(store.url + "/v1/surfaces/good/records/0/0").status_code == 200
+    finally:
+        store.stop()
+
+
+# -- F3: only regular files are read; any failure reading a record is a JSON 503 ----------------------
+
+def test_f3_records_that_are_not_regular_files(tmp_path):
+    t = _build(tmp_path, "t")
+    rec = t.path / "points" / "c" / "1" / "1" / "0"
+    rec.unlink()
+    rec.mkdir()
+    fifo = t.path / "points" / "c" / "2" / "2" / "0"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    store = StoreProcess(tmp_path)
+    try:
+        for path in ("records/1/1", "records/2/2", "block?ri0=0&ri1=3&rj0=0&rj1=3"):
+            t0 = time.perf_counter()
+            r = httpx.get(f"{store.url}/v1/surfaces/t/{path}", timeout=10)
+            assert time.perf_counter() - t0 < 2, "a FIFO must not hang the request"
+            assert r.status_code == 503 and r.headers["content-type"] == "application/json", r.text
+            assert r.json()["error"] == "record_corrupt" and "regular file" in r.json()["detail"]
+        # many at once do not exhaust the thread pool: other reads are still served
+        with httpx.Client(timeout=10) as c:
+            for _ in range(60):
+                assert c.get(f"{store.url}/v1/surfaces/t/records/2/2").status_code == 503
+            assert c.get(f"{store.url}/v1/surfaces/t/records/0/0").status_code == 200
+    finally:
+        store.stop()
+
+
+# -- F4: blocks are limited in bytes too ------------------------------------------------------------
+
+def test_f4_block_byte_limit(tmp_path):
+    big = _build(tmp_path, "big", grid=(400, 400), record=(100, 100))  # 1.12 MB per record
+    store = StoreProcess(tmp_path, "--max-block-mb", "4")
+    try:
+        r = httpx.get(f"{store.url}/v1/surfaces/big/block", params={"ri0": 0, "ri1": 4, "rj0": 0, "rj1": 4})
+        assert r.status_code == 413 and r.json()["error"] == "block_too_large"
+        assert str(4 * 2**20) in r.json()["detail"]  # the limit, in bytes
+        r = httpx.get(f"{store.url}/v1/surfaces/big/block", params={"ri0": 0, "ri1": 3, "rj0": 0, "rj1": 1})
+        assert r.status_code == 200 and len(r.content) > 3e6  # under the limit: built off the event loop
+        # the client splits what the store refuses
+        from simclient.io import HttpSource
+
+        np.testing.assert_array_equal(HttpSource(f"{store.url}/v1/surfaces/big").read_block(0, 4, 0, 4),
+                                      big.read_block(RecordBlock(0, 4, 0, 4)))
+    finally:
+        store.stop()
+
+
+# -- F5, F6: request heads are limited in size and time; concurrency is bounded -----------------------
+
+@pytest.mark.slow
+def test_f5_f6_header_size_time_and_concurrency_limits(sample_tables):
+    store = StoreProcess(sample_tables, "--header-timeout", "1", "--max-header-kb", "16", "--limit-concurrency", "40")
+    try:
+        proc = psutil.Process(store.proc.pid)
+        rss0 = proc.memory_info().rss
+        # a huge header: refused at 16 KiB with 431, never buffered
+        with socket.create_connection(("127.0.0.1", store.port), timeout=10) as s:
+            s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ")
+            try:
+                for _ in range(300):  # up to 300 MB
+                    s.sendall(b"a" * 2**20)
+            except OSError:
+                pass  # the server closed the connection
+            answer = s.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 431"), answer[:100]
+        assert proc.memory_info().rss - rss0 < 50e6
+        # a half-sent request: 408 after the header timeout, then closed
+        t0 = time.perf_counter()
+        answer = _raw(store.port, b"GET /v1/health HTTP/1.1\r\nHost: x\r\n", timeout=5)
+        assert answer.startswith(b"HTTP/1.1 408") and 0.9 < time.perf_counter() - t0 < 3
+        # many connections that never send a request: over the limit, requests are refused at once
+        # (503), and once the header timeout closed the idle ones, served again
+        idle = [socket.create_connection(("127.0.0.1", store.port)) for _ in range(60)]
+        time.sleep(0.2)
+        busy = httpx.get(store.url + "/v1/health", timeout=5).status_code
+        assert busy in (200, 503)
+        time.sleep(1.5)
+        assert httpx.get(store.url + "/v1/health", timeout=5).status_code == 200
+        for s in idle:
+            assert s.recv(100).startswith(b"HTTP/1.1 408") or True
+            s.close()
+        assert proc.num_fds() < 100
+    finally:
+        store.stop()
+
+
+# -- F7: CLI input errors are clear errors, and a killed build leaves nothing behind for long -----------
+
+def test_f7_preprocess_bad_inputs(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(b'[surfaces.x]\nfamily = "plane"\n# \xff\xfe\n')
+    one = tmp_path / "one.xyz"
+    one.write_text("0 0 0\n")
+    for args, message in ((["build", str(bad), "--out", str(tmp_path / "t")], "not UTF-8"),
+                          (["fit", str(one), "--out", str(tmp_path / "t" / "o.zarr")], "one.xyz: 1 point(s)")):
+        r = subprocess.run([sys.executable, "-m", "preprocess.cli", *args], capture_output=True, text=True)
+        assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.slow
+def test_f7_killed_build_is_cleaned_by_the_next(tmp_path):
+    spec = tmp_path / "big.toml"
+    spec.write_text('[surfaces.big]\nfamily = "plane"\nu_range = [0, 1]\nv_range = [0, 1]\ngrid = [3000, 3000]\n'
+                    'record = [9, 9]\n')
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "preprocess.cli", "build", str(spec), "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (out.exists() and any(p.name.startswith(".big.zarr.tmp-")
+                                                                 for p in out.iterdir())):
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    stale = [p for p in out.iterdir() if p.name.startswith(".big.zarr.tmp-")]
+    assert stale and not (out / "big.zarr").exists()
+    spec.write_text(spec.read_text().replace("3000, 3000", "30, 30"))
+    r = subprocess.run([sys.executable, "-m", "preprocess.cli", "build", str(spec), "--out", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["big.zarr"]
+    assert open_table(out / "big.zarr").header.u_npts == 30
+
+
+# -- F8: the schema documents what the store answers --------------------------------------------------
+
+def test_f8_schema_documents_errors_and_binary_bodies(store):
+    schema = httpx.get(store.url + "/openapi.json").json()
+    ids = [op["operationId"] for path in schema["paths"].values() for op in path.values()]
+    assert len(ids) == len(set(ids))
+    block = schema["paths"]["/v1/surfaces/{name}/block"]["get"]
+    assert "application/x-npy" in block["responses"]["200"]["content"]
+    assert {"401", "404", "413", "422", "503"} <= set(block["responses"])
+    assert block["responses"]["422"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorBody")
+    assert all(p["schema"]["minimum"] == 0 for p in block["parameters"] if p["name"] in ("ri0", "ri1", "rj0", "rj1"))
+    r = httpx.request("DELETE", store.url + "/v1/surfaces/ground")
+    assert r.status_code == 405 and "GET" in r.headers["allow"] and r.json()["error"] == "method_not_allowed"
+
+
+# -- F9: tokens, paths, index parsing, ranges --------------------------------------------------------
+
+@pytest.mark.parametrize("index", ["+1", " 1", "1 ", "1_0", "\uff11", "\u0661", "0x1", "1e0", "", "-0"])
+def test_f9_indices_are_ascii_digits_only(store, index):
+    r = httpx.get(f"{store.url}/v1/surfaces/ground/block", params={"ri0": index, "ri1": "2", "rj0": "0", "rj1": "1"})
+    if index == "-0":  # a sign is read, and then -0 is 0: in range
+        assert r.status_code == 200
+    else:
+        assert r.status_code == 422 and r.json()["error"] == "invalid_parameters", r.text
+
+
+def test_f9_no_machine_paths_and_ranges(store, sample_tables):
+    health = httpx.get(store.url + "/v1/health").text
+    assert str(sample_tables) not in health and "root" not in json.loads(health)
+    url = store.url + "/zarr/ground/zarr.json"
+    full = httpx.get(url)
+    assert full.status_code == 200 and full.headers["accept-ranges"] == "bytes"
+    size = len(full.content)
+    r = httpx.get(url, headers={"Range": "bytes=10-5"})  # malformed: ignored (RFC 9110)
+    assert r.status_code == 200 and r.content == full.content
+    r = httpx.get(url, headers={"Range": "bytes=5-14"})
+    assert r.status_code == 206 and r.content == full.content[5:15]
+    assert r.headers["content-range"] == f"bytes 5-14/{size}"
+    r = httpx.get(url, headers={"Range": "bytes=-7"})
+    assert r.status_code == 206 and r.content == full.content[-7:]
+    r = httpx.get(url, headers={"Range": f"bytes={size + 10}-"})
+    assert r.status_code == 416 and r.json()["error"] == "range_not_satisfiable"
+    assert r.headers["content-range"] == f"bytes */{size}"
+    r = httpx.get(url, headers={"If-None-Match": full.headers["etag"]})
+    assert r.status_code == 304 and r.content == b""
+    r = httpx.get(store.url + "/zarr/ground/nope.json")
+    assert r.status_code == 404 and r.json()["error"] == "not_found"
+    head = httpx.head(url)
+    assert head.status_code == 200 and int(head.headers["content-length"]) == size and head.content == b""
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "99999", "-1"])
+def test_f9_a_port_outside_1_to_65535_is_refused(tmp_path, port):
+    # (99999 would otherwise be bound as 99999 mod 65536 while the log names 99999)
+    r = subprocess.run([sys.executable, "-m", "surfacestore.cli", "serve", "--root", str(tmp_path), "--port", port],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and f"port must be 1 to 65535, got {port}" in r.stderr, r.stderr
+
+
+def test_a_port_in_use_is_an_error_before_anything_says_serving(tmp_path):
+    """A taken port: one line naming the address and why, exit 1, and no "serving" or "startup
+    complete" said first."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = subprocess.run([sys.executable, "-m", "surfacestore.cli", "serve", "--root", str(tmp_path), "--port",
+                            str(port)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in r.stderr, r.stderr
+    assert "serving" not in r.stderr and "startup complete" not in r.stderr
+
+
+@pytest.mark.slow
+def test_f9_token_from_the_environment_and_a_warning_for_the_argument(tmp_path):
+    _build(tmp_path, "s")
+    env = {**os.environ, "SURFACESTORE_TOKEN": "s3cret"}
+    store = StoreProcess(tmp_path)
+    store.stop()
+    store.proc = subprocess.Popen([sys.executable, "-m", "surfacestore.cli", "serve", "--root", str(tmp_path),
+                                   "--port", str(store.port), "--log-level", "warning"], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=store.log)
+    try:
+        store.wait_ready()
+        for auth in (None, "Bearer s3cre", "Bearer s3cretX", "Basic s3cret", "s3cret", "Bearer  s3cret"):
+            r = httpx.get(store.url + "/v1/surfaces", headers={"Authorization": auth} if auth else {})
+            assert r.status_code == 401, auth
+        for auth in ("Bearer s3cret", "bearer s3cret"):  # the scheme is case-insensitive (RFC 9110)
+            assert httpx.get(store.url + "/v1/surfaces", headers={"Authorization": auth}).status_code == 200
+    finally:
+        store.stop()
+    r = subprocess.run([sys.executable, "-m", "surfacestore.cli", "serve", "--root", str(tmp_path / "nope"),
+                        "--token", "x"], capture_output=True, text=True)
+    assert r.returncode == 1 and "process list" in r.stderr
