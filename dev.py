@@ -27,7 +27,10 @@ VENV = ROOT / ".venv"
 PY = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def setup(latest: bool = False, extras: str = "[test]") -> None:
+def setup(latest: bool = False, extras: str = "[test]", wait: bool = True) -> subprocess.Popen[bytes] | None:
+    """Install what ``extras`` need where missing and build the project's bytecode and compiled
+    kernels; with ``wait`` false the kernels build in the background (returned: a run that needs
+    them before they are done waits for them), while the job goes on."""
     if sys.version_info < (3, 11):
         sys.exit(f"python >= 3.11 is required (this is {sys.version.split()[0]})")
     if not PY.exists():
@@ -54,7 +57,10 @@ def setup(latest: bool = False, extras: str = "[test]") -> None:
     # missing (a run would build them itself; here the first run does not wait)
     packages = ["surfacestore", "preprocess", "simclient", "sample_surfaces"]
     subprocess.run([PY, "-m", "compileall", "-q", *packages], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
-    subprocess.run([PY, "-m", "simclient.cli", "kernels"], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    kernels = subprocess.Popen([PY, "-m", "simclient.cli", "kernels"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    if wait and kernels.wait() != 0:
+        sys.exit("building the compiled kernels failed")
+    return None if wait else kernels
 
 
 def main() -> int:
@@ -64,13 +70,15 @@ def main() -> int:
         sys.argv.remove("--latest")
     if job not in ("demo", "test", "docs", "setup"):
         sys.exit(f"unknown job {job!r}: use demo, test, docs or setup")
-    setup(latest, "" if job == "demo" else "[test]")
+    # the demo builds its tables while the kernels compile (both take most of a fresh demo's time)
+    kernels = setup(latest, "" if job == "demo" else "[test]", wait=job != "demo")
     args = sys.argv[2:]
     if job == "test":
         fast = ["-m", "not slow"] if "--fast" in args else []
         return subprocess.run([PY, "-m", "pytest", *fast, *[a for a in args if a != "--fast"]], cwd=ROOT).returncode
     if job == "demo":
-        return subprocess.run([PY, "-m", "simclient.demo", *args], cwd=ROOT).returncode
+        status = subprocess.run([PY, "-m", "simclient.demo", *args], cwd=ROOT).returncode
+        return status or (kernels.wait() if kernels is not None else 0)
     if job == "docs":
         if "--record" in args:
             return subprocess.run([PY, "-m", "docs.generate.record", *[a for a in args if a != "--record"]],

@@ -1,5 +1,6 @@
-"""The main job: build the sample tables, serve them with the store as a local service, run the
-bouncing ball against the store, and print a summary.
+"""The main job: build the sample tables the bouncing ball reads, serve them with the store as a
+local service, run the bouncing ball against the store, and print a summary. (The other scenarios
+build their sample tables when first run: ``simclient run NAME --tables DIR``.)
 
     python -m simclient.demo [--tables DIR] [--out DIR]
 """
@@ -31,7 +32,9 @@ def _demo(argv: list[str] | None) -> int:
     ap.add_argument("--out", type=Path, default=Path("out") / "bouncing-ball", help="histories and plots")
     args = ap.parse_args(argv)
     print("1. sample tables")
-    for path in ensure_sample_tables(args.tables, quiet=False):
+    from simclient.scenarios import SCENARIOS
+
+    for path in ensure_sample_tables(args.tables, quiet=False, names=SCENARIOS["bouncing-ball"].tables.values()):
         with open_table(path) as t:
             h = t.header
         print(f"   {Path(path).name:22s} {h.u_npts:4d} x {h.v_npts:<4d} points  {h.n_rec_u:3d} x {h.n_rec_v:<3d} records "

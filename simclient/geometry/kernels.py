@@ -185,7 +185,13 @@ def build(quiet: bool = True, force: bool = False) -> Path:
     import fcntl  # (POSIX; elsewhere the jit mode is the fallback)
 
     with open(path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another process is compiling this version: wait for it
+            if not quiet:
+                print("simclient: waiting for the kernels another process is compiling ...", file=sys.stderr,
+                      flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
         if path.exists() and not force:
             return path
         if not quiet:
