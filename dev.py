@@ -43,7 +43,12 @@ def setup(latest: bool = False, extras: str = "[test]", wait: bool = True) -> su
     # (an installation with the test tools serves the demo too)
     if not done or done[0] != want.hexdigest() or (extras and extras not in done[1:]):
         print("installing the project and its dependencies into .venv ...", flush=True)
-        subprocess.run([PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
+        # what the compiled kernels need first: they compile (about a minute) while the rest installs
+        first = [PY, "-m", "pip", "install", "--quiet", "numpy", "numba", "lazy-loader", "-c", pins]
+        if not latest and subprocess.run(first).returncode == 0:
+            subprocess.Popen([PY, "-c", "from simclient.geometry import kernels; kernels.build()"], cwd=ROOT,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
         install = [PY, "-m", "pip", "install", "--quiet", "-e", f"{ROOT}{extras}"]
         if latest or subprocess.run([*install, "-c", pins]).returncode != 0:
             if not latest:
