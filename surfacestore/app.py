@@ -551,7 +551,8 @@ def _view_router(store: _Store, auth: list[Any]) -> APIRouter:
     router = APIRouter()
 
     def static(file: str, media: str) -> Response:
-        return Response(pages.page(file), media_type=media, headers={"cache-control": "no-cache"})
+        return Response(pages.page(file), media_type=media,
+                        headers={"cache-control": "no-cache", "content-security-policy": pages.CSP})
 
     @router.get("/", include_in_schema=False)
     async def index_page() -> Response:

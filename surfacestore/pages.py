@@ -22,11 +22,15 @@ from surfacestore.catalog import Catalog
 from surfacestore.errors import TableNotFound, UnknownField
 from surfacestore.format import NFIELDS, RecordBlock
 
-__all__ = ["SCRIPTS", "page", "preview", "pressure_series", "MAX_PREVIEW"]
+__all__ = ["SCRIPTS", "CSP", "page", "preview", "pressure_series", "MAX_PREVIEW"]
 
 WEB = Path(__file__).resolve().parent / "web"
 #: the scripts the pages load from /web/
-SCRIPTS = ("common.js", "view.js", "results.js")
+SCRIPTS = ("common.js", "index.js", "view.js", "results.js")
+#: the Content-Security-Policy of every page and script: scripts only from the store itself (no
+#: inline script, so markup that data might smuggle in runs nothing), no <base> (a digest once
+#: rewrote every API call's host), no plugins
+CSP = "script-src 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'"
 #: the most points a side of a preview
 MAX_PREVIEW = 512
 

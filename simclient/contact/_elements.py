@@ -188,6 +188,7 @@ def _field(source: Source, array: str) -> _GridField:
     h = source.header
     return _GridField(h.u0, h.du, h.v0, h.dv, read_field(source, array))
 
+
 @dataclass
 class ElementContact:
     """The elements of one compartment in contact, for one pose (fixed surface frame): ``grid``,

@@ -35,6 +35,7 @@ from simclient.geometry import layout as L
 __all__ = ["ContactForce", "ForceLaw", "HertzianLaw", "ViscoelasticLaw", "DoubleLayer", "PenaltyStep", "step", "LAWS",
            "make_law", "hertz_stiffness", "Material", "MATERIALS", "law_force"]
 
+
 def _packed(kind: int, *values: float) -> tuple[int, np.ndarray]:
     p = np.zeros(L.LAW_PARAMS_SIZE)
     p[:len(values)] = values

@@ -219,6 +219,11 @@ class Header:
         except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
             raise TableCorrupt(f"invalid table header: {exc!r}") from exc
         h.validate()
+        # strings that pages and clients show: a digest of its form, a printable, bounded date
+        if not _DIGEST.fullmatch(h.digest):
+            raise TableCorrupt(f"invalid table header: digest {h.digest[:80]!r} is not 'sha256:' and 64 hex digits")
+        if len(h.created) > 64 or not h.created.isprintable():
+            raise TableCorrupt(f"invalid table header: created {h.created[:80]!r} is not a printable date")
         for key in ("n_rec_u", "n_rec_v", "record_bytes"):
             if key in d and d[key] != getattr(h, key):
                 raise TableCorrupt(f"header {key} = {d[key]!r} disagrees with the grid ({getattr(h, key)})")
@@ -271,6 +276,7 @@ class Header:
 
 
 _FIELD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def _vector3(value: Any) -> tuple[float, float, float]:

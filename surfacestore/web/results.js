@@ -20,9 +20,14 @@ async function main() {
   for (const c of names) {
     const fig = document.createElement("figure");
     const [nu, nv] = [s.compartments[c].pressure_Pa[0].length, s.compartments[c].pressure_Pa[0][0].length];
-    fig.innerHTML = `<figcaption>${c}</figcaption><canvas class="map" width="${nv}" height="${nu}"></canvas>`;
+    const caption = document.createElement("figcaption"), canvas = document.createElement("canvas");
+    caption.textContent = c;  // (a compartment's name is data: text, never markup)
+    canvas.className = "map";
+    canvas.width = nv;
+    canvas.height = nu;
+    fig.append(caption, canvas);
     document.getElementById("maps").append(fig);
-    maps[c] = fig.querySelector("canvas").getContext("2d");
+    maps[c] = canvas.getContext("2d");
   }
   const slider = document.getElementById("time");
   slider.max = s.t_s.length - 1;

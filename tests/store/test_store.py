@@ -258,7 +258,8 @@ def test_http_source_retries_5xx_and_detects_changed_table():
     calls = {"n": 0}
     header = {"format": "surfacetable/1", "fields": ["u", "v", "x", "y", "z", "nx", "ny", "nz", "tux", "tuy",
                                                      "tuz", "tvx", "tvy", "tvz"],
-              "u_npts": 2, "v_npts": 2, "u_pts": 2, "v_pts": 2, "u0": 0, "v0": 0, "du": 1, "dv": 1, "digest": "d1"}
+              "u_npts": 2, "v_npts": 2, "u_pts": 2, "v_pts": 2, "u0": 0, "v0": 0, "du": 1, "dv": 1,
+              "digest": "sha256:" + "d1" * 32}
     body = io.BytesIO()
     np.save(body, np.zeros((2, 2, 14)))
 
@@ -267,7 +268,7 @@ def test_http_source_retries_5xx_and_detects_changed_table():
             calls["n"] += 1
             if calls["n"] < 3:
                 return httpx.Response(503, text="Service Unavailable")  # a busy server (concurrency limit)
-            digest = "d1" if calls["n"] == 3 else "d2"
+            digest = "sha256:" + ("d1" if calls["n"] == 3 else "d2") * 32
             return httpx.Response(200, content=body.getvalue(), headers={"X-Table-Digest": digest})
         return httpx.Response(200, json=header)
 

@@ -354,3 +354,52 @@ def test_f9_token_from_the_environment_and_a_warning_for_the_argument(tmp_path):
     r = subprocess.run([sys.executable, "-m", "surfacestore.cli", "serve", "--root", str(tmp_path / "nope"),
                         "--token", "x"], capture_output=True, text=True)
     assert r.returncode == 1 and "process list" in r.stderr
+
+
+def _in_process(root: Path):
+    """``get(path) -> httpx.Response`` from a store app on ``root``, called in this process."""
+    import asyncio
+
+    from surfacestore.app import create_app
+    from surfacestore.settings import Settings
+
+    app = create_app(Settings(root=root))
+
+    async def fetch(path: str) -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://store") as client:
+            return await client.get(path)
+    return lambda path: asyncio.run(fetch(path))
+
+
+@pytest.mark.parametrize("digest", ["<base href=//elsewhere>", "sha256:abc\r\nX-Evil: 1", "sha256:" + "é" * 64])
+def test_a_header_string_that_is_not_data_makes_its_table_unreadable_not_the_listing(tmp_path, digest):
+    """A digest that is not ``sha256:`` and 64 hex digits (markup, CR/LF, non-Latin-1): that table
+    is listed unreadable with the reason, its header a 503, and the tables after it stay listed."""
+    for name in ("a", "b", "c"):
+        _build(tmp_path, name)
+    meta = tmp_path / "b.zarr" / "zarr.json"
+    doc = json.loads(meta.read_text())
+    doc["attributes"]["surface"]["digest"] = digest
+    meta.write_text(json.dumps(doc))
+    get = _in_process(tmp_path)
+    listing = {t["name"]: t for t in get("/v1/surfaces").json()}
+    assert listing["a"]["status"] == listing["c"]["status"] == "ok"
+    assert listing["b"]["status"] == "unreadable" and "digest" in listing["b"]["detail"]
+    r = get("/v1/surfaces/b")
+    assert r.status_code == 503 and r.json()["error"] == "table_unreadable"
+
+
+def test_pages_run_only_the_stores_own_scripts_and_put_data_in_as_text(tmp_path):
+    """Every page and script answers with a Content-Security-Policy (scripts from the store only, no
+    <base>, no plugins); no page holds an inline script, and no script writes markup (innerHTML)."""
+    from surfacestore import pages
+
+    get = _in_process(tmp_path)
+    for path in ("/", "/view/x", "/results", *(f"/web/{s}" for s in pages.SCRIPTS)):
+        csp = get(path).headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "base-uri 'none'" in csp and "object-src 'none'" in csp, path
+    for f in pages.WEB.iterdir():
+        text = f.read_text()
+        assert "innerHTML" not in text and "outerHTML" not in text and "insertAdjacentHTML" not in text, f.name
+        if f.suffix == ".html":
+            assert "<script>" not in text, f"{f.name} holds an inline script"

@@ -22,6 +22,7 @@ def save(summary: Summary, out: Path, progress: Progress | None = None) -> list[
         return []
     return save_gait(out, gait, summary.artifacts["knee"], summary.artifacts["knee"].params)
 
+
 def text(summary: Summary) -> str:
     """The run's report: the static settles, the gait cycle's figures and the compartments at maximum load."""
     lines = [f"artificial-knee ({summary['material']} UHMWPE, {summary['element_grid'][0]} x "

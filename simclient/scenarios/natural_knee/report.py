@@ -18,6 +18,7 @@ def save(summary: Summary, out: Path, progress: Progress | None = None) -> list[
     """The run's pressure maps (:func:`save_maps`)."""
     return save_maps(out, summary)
 
+
 def text(summary: Summary) -> str:
     """The run's report: the compartments at large and small strain against Bei & Fregly's Table 3."""
     lines = [f"natural-knee: {summary['load_N']:g} N at {summary['flexion_deg']:g} deg flexion, E = "

@@ -23,6 +23,7 @@ def save_study(study: Any, cases: list[tuple[str, Summary]], out: Path) -> list[
     """A study's cases side by side (:func:`save_cases`, named by the study)."""
     return save_cases(cases, out, name=study.name)
 
+
 def text(summary: Summary) -> str:
     """The run's report: the assembly, the joints' drift, the stop's penetration and force, the knee angle."""
     k = summary["knee_flexion_deg"]
