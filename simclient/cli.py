@@ -158,7 +158,8 @@ def _sweep(args: argparse.Namespace) -> int:
     from simclient.scenarios import Tables, get_scenario
     from simclient.scenarios.sweep import cluster, load_sweep, run_sweep
 
-    spec = load_sweep(args.spec)
+    spec = load_sweep(args.spec, args.max_runs)
+    print(f"sweep of {spec.scenario}: {len(spec.runs())} runs", file=sys.stderr, flush=True)
     _make_out(args.out)
     tables = Tables(store=args.store, folder=None if args.store else str(
         args.tables.resolve() if isinstance(args.tables, Path) else args.tables), token=args.token)
@@ -317,6 +318,10 @@ def _add_sweep(sw: argparse.ArgumentParser, _: str | None) -> None:
                     "(an existing Dask scheduler) (default: local)")
     _add_where(sw)
     sw.add_argument("--out", type=Path, help="folder for the table (CSV, Zarr) and the plots")
+    from simclient.scenarios.sweep import MAX_RUNS
+
+    sw.add_argument("--max-runs", type=int, default=MAX_RUNS, metavar="N",
+                    help=f"refuse a specification of more runs than this (default {MAX_RUNS})")
     sw.add_argument("--json", action="store_true", help="print the JSON summary")
     sw.set_defaults(func=_sweep)
 

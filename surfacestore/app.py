@@ -457,8 +457,13 @@ def _table_router(store: _Store, auth: list[Any]) -> APIRouter:
     router = APIRouter()
 
     @router.get("/v1/health")
-    async def health() -> dict[str, Any]:
-        """Liveness, and the record cache's statistics."""
+    async def health(request: Request) -> dict[str, Any]:
+        """Liveness (public: a load balancer's probe needs no token), and the record cache's
+        statistics only to a client with the token (where the store has one)."""
+        try:
+            store.check_token(request.headers.get("authorization"))
+        except _Unauthorized:
+            return {"status": "ok"}
         return {"status": "ok", "cache": store.catalog.cache.stats()}
 
     @router.get("/v1/surfaces", dependencies=auth, responses=_errors(401))

@@ -21,8 +21,9 @@ class Settings:
     see :mod:`surfacestore.objects`); host/port: where to listen (loopback by
     default); workers: server processes; cache_mb: size of each process' record cache in MiB;
     max_block_records and max_block_mb: the most records, and the most MiB of body, one block or
-    window request may return (413 beyond either); token: when set, every endpoint but health
-    requires ``Authorization: Bearer TOKEN``; log_level: uvicorn's; fast_path: serve the
+    window request may return (413 beyond either); token: when set, every endpoint with data or
+    counters requires ``Authorization: Bearer TOKEN`` (the pages, the API docs and the health check's
+    up-or-down are public); log_level: uvicorn's; fast_path: serve the
     record/block/window endpoints from a pure ASGI middleware ahead of FastAPI's routing (False:
     through the FastAPI routes, for comparison). Connection limits (per process): max_header_kb,
     the most KiB of request line and headers (431 beyond); header_timeout, the seconds a client may

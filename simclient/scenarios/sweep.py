@@ -41,6 +41,7 @@ import numpy as np
 
 from simclient.errors import ParameterError, ServiceError
 from simclient.scenarios._base import Tables, get_scenario, plain_json
+from surfacestore.toml import toml_value
 
 __all__ = ["SweepSpec", "load_sweep", "run_sweep", "cluster"]
 
@@ -79,6 +80,37 @@ class SweepSpec:
         return [*self.grid, *self.sample]
 
 
+#: the most runs a sweep may have unless told otherwise (``--max-runs``)
+MAX_RUNS = 10_000
+
+
+def _check_distribution(where: str, name: str, dist: Any) -> None:
+    """A ``[sample]`` entry: one of ``uniform = [low, high]``, ``normal = [mean, sd]`` (finite
+    numbers, low < high, sd > 0) or ``choice = [a, b, ...]`` (not empty)."""
+    if not (isinstance(dist, dict) and len(dist) == 1 and isinstance(next(iter(dist.values())), list)):
+        raise ParameterError(f"{where}: [sample] {name} must be one distribution, e.g. {{uniform = [low, high]}}, "
+                             f"got {toml_value(dist)}")
+    (kind, args), = dist.items()
+    if kind == "choice":
+        if not args:
+            raise ParameterError(f"{where}: [sample] {name}: choice needs at least one value")
+        return
+    if kind not in ("uniform", "normal"):
+        raise ParameterError(f"{where}: [sample] {name}: unknown distribution {kind!r}; use uniform, normal or choice")
+    if len(args) != 2 or not all(isinstance(a, (int, float)) and not isinstance(a, bool) and math.isfinite(a)
+                                 for a in args):
+        raise ParameterError(f"{where}: [sample] {name}: {kind} takes two finite numbers, got {toml_value(args)}")
+    if (kind == "uniform" and not args[0] < args[1]) or (kind == "normal" and not args[1] > 0):
+        what = "low < high" if kind == "uniform" else "a positive standard deviation"
+        raise ParameterError(f"{where}: [sample] {name}: {kind} needs {what}, got {toml_value(args)}")
+
+
+def _whole_number(where: str, key: str, value: Any, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ParameterError(f"{where}: {key} must be a whole number of at least {least}, got {toml_value(value)}")
+    return value
+
+
 def _draw(rng: np.random.Generator, name: str, dist: dict[str, Any]) -> Any:
     (kind, args), = dist.items()
     if kind == "uniform":
@@ -90,9 +122,11 @@ def _draw(rng: np.random.Generator, name: str, dist: dict[str, Any]) -> Any:
     raise ParameterError(f"sweep: [sample] {name}: unknown distribution {kind!r}; use uniform, normal or choice")
 
 
-def load_sweep(path: str | Path) -> SweepSpec:
-    """Read and check a sweep specification: an unknown scenario, section or parameter, a grid
-    that is not a list, a bad distribution or parameter value is a :class:`ParameterError` naming it."""
+def load_sweep(path: str | Path, max_runs: int = MAX_RUNS) -> SweepSpec:
+    """Read and check a whole sweep specification before anything runs: an unknown scenario,
+    section or parameter, a section that is not a table, a grid that is not a list, a bad
+    distribution, ``n`` or ``keys``, any run's parameter value (every random draw included), or more
+    than ``max_runs`` runs is a :class:`ParameterError` naming it."""
     path = Path(path)
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -103,10 +137,17 @@ def load_sweep(path: str | Path) -> SweepSpec:
         raise ParameterError(f"sweep {path}: unknown section(s) {sorted(unknown)}; use {sorted(SECTIONS)}")
     if "scenario" not in raw:
         raise ParameterError(f"sweep {path}: no scenario named (scenario = \"NAME\")")
+    where = f"sweep {path}"
+    if not isinstance(raw["scenario"], str):
+        raise ParameterError(f"{where}: scenario must be a name, got {toml_value(raw['scenario'])}")
     cls = get_scenario(raw["scenario"])
     known = {f.name for f in fields(cls.Params) if "help" in f.metadata}
+    for section in ("fixed", "grid", "sample", "output"):
+        if not isinstance(raw.get(section, {}), dict):
+            raise ParameterError(f"{where}: [{section}] must be a table of keys, got {toml_value(raw[section])}")
     fixed, grid, sample = raw.get("fixed", {}), raw.get("grid", {}), dict(raw.get("sample", {}))
-    n, seed = int(sample.pop("n", 1 if sample else 0)), int(sample.pop("seed", 0))
+    n = _whole_number(where, "[sample] n", sample.pop("n", 1 if sample else 0), 1 if sample else 0)
+    seed = _whole_number(where, "[sample] seed", sample.pop("seed", 0), 0)
     for section, names in (("fixed", fixed), ("grid", grid), ("sample", sample)):
         bad = set(names) - known
         if bad:
@@ -116,18 +157,19 @@ def load_sweep(path: str | Path) -> SweepSpec:
         if not isinstance(values, list) or not values:
             raise ParameterError(f"sweep {path}: [grid] {name} must be a non-empty list, got {values!r}")
     for name, dist in sample.items():
-        if not (isinstance(dist, dict) and len(dist) == 1 and isinstance(next(iter(dist.values())), list)):
-            raise ParameterError(f"sweep {path}: [sample] {name} must be one distribution, e.g. "
-                                 f"{{uniform = [low, high]}}, got {dist!r}")
-    if sample and n < 1:
-        raise ParameterError(f"sweep {path}: [sample] n must be at least 1, got {n}")
+        _check_distribution(where, name, dist)
     keys = raw.get("output", {}).get("keys")
+    if keys is not None and not (isinstance(keys, list) and all(isinstance(k, str) for k in keys)):
+        raise ParameterError(f"{where}: [output] keys must be a list of summary keys, got {toml_value(keys)}")
     spec = SweepSpec(raw["scenario"], fixed, grid, n, seed, sample, keys)
-    for params in spec.runs()[:1] + [{**fixed, **dict(zip(grid, v))} for v in itertools.product(*grid.values())]:
-        try:  # every grid point's values are checked before anything runs
+    count = math.prod(len(v) for v in grid.values()) * (n if sample else 1)
+    if count > max_runs:
+        raise ParameterError(f"{where}: {count} runs, more than the {max_runs} allowed (--max-runs)")
+    for k, params in enumerate(spec.runs()):
+        try:  # every run's values (each random draw too) are checked before anything runs
             cls.params(params)
         except ParameterError as exc:
-            raise ParameterError(f"sweep {path}: {exc}") from None
+            raise ParameterError(f"{where}: run {k}: {exc}") from None
     return spec
 
 

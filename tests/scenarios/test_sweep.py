@@ -128,6 +128,20 @@ def test_failed_runs_are_reported(sample_tables, tmp_path):
     ('scenario = "bouncing-ball"\n[grid]\nwindow_ball = ["3x3", "0x3"]', "at least 1"),
     ('scenario = "bouncing-ball"\n[sample]\nlaw = {uniform = [0, 1]}', "law must be a name, got 0."),
     ('scenario = "knee2d"\n[grid]\ncr = [0.5, true]', "cr must be a finite number, got true"),
+    # the whole specification is checked, key by key, before anything runs or is written
+    ('scenario = "bouncing-ball"\nfixed = 3', r"\[fixed\] must be a table of keys, got 3"),
+    ('scenario = "bouncing-ball"\n[sample]\nn = "abc"\nK = {uniform = [4e9, 6e9]}',
+     r'\[sample\] n must be a whole number of at least 1, got "abc"'),
+    ('scenario = "bouncing-ball"\n[sample]\nn = inf\nK = {uniform = [4e9, 6e9]}', r"n must be a whole number .* got inf"),
+    ('scenario = "bouncing-ball"\n[sample]\nn = 1.7\nK = {uniform = [4e9, 6e9]}', r"n must be a whole number .* got 1.7"),
+    ('scenario = "bouncing-ball"\n[sample]\nn = 2\nK = {uniform = ["a", 6e9]}', "uniform takes two finite numbers"),
+    ('scenario = "bouncing-ball"\n[sample]\nn = 2\nK = {normal = [5e9, -1]}', "a positive standard deviation"),
+    ('scenario = "bouncing-ball"\n[output]\nkeys = "impacts"', r"keys must be a list of summary keys"),
+    # a later random draw out of range: found before anything runs (cr must be in (0, 1])
+    ('scenario = "bouncing-ball"\n[grid]\nlaw = ["flores"]\n[sample]\nn = 50\nseed = 1\ncr = {normal = [0.9, 0.2]}',
+     r"run \d+: .*coefficient of restitution"),
+    ('scenario = "bouncing-ball"\n[grid]\nvx = ' + str(list(range(200))) + '\ncr = ' + str([0.1] * 60),
+     "12000 runs, more than the 10000 allowed"),
 ])
 def test_bad_specifications(tmp_path, text, words):
     p = tmp_path / "s.toml"
@@ -211,3 +225,15 @@ def test_a_scheduler_that_does_not_answer_is_named(monkeypatch):
     with pytest.raises(ServiceError, match=r"sweep: no Dask scheduler answers at tcp://127.0.0.1:1 \(Timed out"):
         with cluster("tcp://127.0.0.1:1"):
             pass
+
+
+def test_a_bad_specification_is_one_line_exit_1_and_writes_nothing(tmp_path, capsys):
+    """A bad key (``keys = "impacts"``): the command line names it in one line, exits 1, shows no
+    traceback and creates no output folder."""
+    spec = tmp_path / "s.toml"
+    spec.write_text('scenario = "bouncing-ball"\n[grid]\nlaw = ["hertz"]\n[output]\nkeys = "impacts"\n')
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--tables", str(tmp_path / "tables")]) == 1
+    err = capsys.readouterr().err
+    assert "keys must be a list of summary keys" in err and "Traceback" not in err
+    assert not out.exists() and not (tmp_path / "tables").exists()

@@ -356,19 +356,35 @@ def test_f9_token_from_the_environment_and_a_warning_for_the_argument(tmp_path):
     assert r.returncode == 1 and "process list" in r.stderr
 
 
-def _in_process(root: Path):
-    """``get(path) -> httpx.Response`` from a store app on ``root``, called in this process."""
+def _in_process(root: Path, token: str | None = None):
+    """``get(path, headers=None) -> httpx.Response`` from a store app on ``root`` (with ``token``),
+    called in this process."""
     import asyncio
 
     from surfacestore.app import create_app
     from surfacestore.settings import Settings
 
-    app = create_app(Settings(root=root))
+    app = create_app(Settings(root=root, token=token))
 
-    async def fetch(path: str) -> httpx.Response:
+    async def fetch(path: str, headers: dict[str, str] | None) -> httpx.Response:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://store") as client:
-            return await client.get(path)
-    return lambda path: asyncio.run(fetch(path))
+            return await client.get(path, headers=headers)
+    return lambda path, headers=None: asyncio.run(fetch(path, headers))
+
+
+def test_with_a_token_the_health_check_says_only_up_and_data_needs_the_token(tmp_path):
+    """Public: the pages, their scripts, the API docs and ``/v1/health`` (up or down, nothing more);
+    everything with data or counters needs the token."""
+    _build(tmp_path, "a")
+    get = _in_process(tmp_path, token="s3cret")
+    assert get("/v1/health").json() == {"status": "ok"}
+    assert "cache" in get("/v1/health", {"Authorization": "Bearer s3cret"}).json()
+    for public in ("/", "/view/a", "/results", "/web/common.js", "/docs", "/openapi.json"):
+        assert get(public).status_code == 200, public
+    for private in ("/v1/surfaces", "/v1/surfaces/a", "/v1/surfaces/a/records/0/0", "/zarr/a/zarr.json",
+                    "/v1/surfaces/a/preview"):
+        assert get(private).status_code == 401, private
+        assert get(private, {"Authorization": "Bearer s3cret"}).status_code == 200, private
 
 
 @pytest.mark.parametrize("digest", ["<base href=//elsewhere>", "sha256:abc\r\nX-Evil: 1", "sha256:" + "é" * 64])

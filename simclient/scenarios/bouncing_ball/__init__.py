@@ -76,6 +76,8 @@ class BallParams:
         # (a drop: from a gap; the closed forms divide by the impact speed sqrt(2 g gap))
         check_positive(self, "bouncing-ball", "mass", "radius", "gap", "t_end", "K", "rtol", "atol", "h")
         nonnegative(self.friction, "bouncing-ball: friction")
+        if not 0 < self.cr <= 1:
+            raise ParameterError(f"bouncing-ball: the coefficient of restitution must be in (0, 1], got {self.cr}")
 
     def force_law(self) -> ForceLaw:
         """The contact's force law: ``law``'s, with ``relax_ratio`` below 1 Argatov's viscoelastic form."""
