@@ -588,12 +588,14 @@ def _view_router(store: _Store, auth: list[Any]) -> APIRouter:
         return Response(npy_bytes(data), media_type=NPY, headers={"x-preview-step": f"{su},{sv}",
                                                                    "cache-control": "no-cache"})
 
-    @router.get("/v1/results", dependencies=auth, responses=_errors(401, 404, 422))
+    @router.get("/v1/results", dependencies=auth, responses=_errors(401, 404, 413, 422))
     async def results(path: str = Query(..., pattern=RESULT_PATH_PATTERN,
                                         description="a pressure series (pressure.zarr) under the root")) -> JSONResponse:
         """A pressure-map series written by a scenario (``--out DIR`` under the store's root):
         ``t_s``, and per compartment the element centres and the maps in Pa (null: no element)."""
-        return JSONResponse(await run_in_threadpool(pages.pressure_series, store.catalog.root, path))
+        async with store.large():  # (bounded, and built off the event loop, as large data bodies are)
+            series = await run_in_threadpool(pages.pressure_series, store.catalog.root, path, store.max_block_bytes)
+        return JSONResponse(series)
     return router
 
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from surfacestore.catalog import Catalog
-from surfacestore.errors import TableNotFound, UnknownField
+from surfacestore.errors import BlockTooLarge, TableNotFound, UnknownField
 from surfacestore.format import NFIELDS, RecordBlock
 
 __all__ = ["SCRIPTS", "CSP", "page", "preview", "pressure_series", "MAX_PREVIEW"]
@@ -63,10 +64,15 @@ def preview(catalog: Catalog, name: str, n: int, array: str = "points") -> tuple
     return out, (su, sv)
 
 
-def pressure_series(root: str | Path, path: str) -> dict[str, Any]:
+def pressure_series(root: str | Path, path: str, max_bytes: int) -> dict[str, Any]:
     """The pressure-map series (a scenario's ``pressure.zarr``: ``t_s`` and per compartment the
     maps ``(times, nu, nv)`` in Pa with the element centres ``NAME_x_m``/``NAME_z_m``) at ``path``
-    under the store's root (a folder), as JSON-ready lists (NaN as ``None``)."""
+    under the store's root (a folder), as JSON-ready lists (NaN as ``None``).
+
+    Files under the root are untrusted: the series must be a folder under the root holding only
+    folders and regular files (no link, wherever it leads: :class:`TableNotFound`), and what it
+    declares is bounded before anything is read (:class:`BlockTooLarge` past ``max_bytes`` of
+    values); errors name the series, never what lies outside the root."""
     import zarr
 
     if not isinstance(root, Path):
@@ -77,21 +83,44 @@ def pressure_series(root: str | Path, path: str) -> dict[str, Any]:
     real = Path(os.path.realpath(root / path))
     if root.resolve() not in real.parents or not (real / "zarr.json").is_file():
         raise TableNotFound(f"no result series {path!r}")
+    stored = _plain_files(real, path)
+    if stored > max_bytes:
+        raise BlockTooLarge(f"result series {path!r}: {stored} bytes stored, more than the limit of {max_bytes}")
     try:
         g = zarr.open_group(str(real), mode="r")
         if g.attrs.get("units") != "Pa" or "t_s" not in g:
             raise KeyError("not a pressure series")
-        names = [k for k in g.array_keys() if k != "t_s" and not k.endswith(("_x_m", "_z_m"))]
+        keys = list(g.array_keys())
+        values = sum(int(np.prod(arr.shape)) for _, arr in g.arrays())
+        if 8 * values > max_bytes:
+            raise BlockTooLarge(f"result series {path!r}: {values} values declared, more than the limit of "
+                                f"{max_bytes // 8}")
+        names = [k for k in keys if k != "t_s" and not k.endswith(("_x_m", "_z_m"))]
 
         def listed(key: str) -> Any:
             a = np.asarray(g[key], dtype=float)
             return np.where(np.isfinite(a), a, np.nan).astype(object).tolist() if a.size else []
-        out = {"path": path, "units": "Pa", "frame": g.attrs.get("frame", ""), "t_s": listed("t_s"),
+        out = {"path": path, "units": "Pa", "frame": str(g.attrs.get("frame", ""))[:200], "t_s": listed("t_s"),
                "compartments": {k: {"x_m": listed(f"{k}_x_m"), "z_m": listed(f"{k}_z_m"), "pressure_Pa": listed(k)}
                                 for k in sorted(names)}}
-    except (KeyError, ValueError, OSError) as exc:
-        raise TableNotFound(f"no result series {path!r} ({exc})") from None
+    except BlockTooLarge:
+        raise
+    except (KeyError, ValueError, TypeError, OSError) as exc:
+        raise TableNotFound(f"no result series {path!r} ({type(exc).__name__})") from None
     return _nulls(out)
+
+
+def _plain_files(folder: Path, path: str) -> int:
+    """The bytes of the regular files under ``folder``; :class:`TableNotFound` where it holds a link
+    or anything but folders and regular files (a link could lead outside the root)."""
+    total = 0
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        for name in dirs + files:
+            st = os.lstat(os.path.join(top, name))
+            if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+                raise TableNotFound(f"no result series {path!r} (it holds a link or a special file)")
+            total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return total
 
 
 def _nulls(x: Any) -> Any:

@@ -419,3 +419,48 @@ def test_pages_run_only_the_stores_own_scripts_and_put_data_in_as_text(tmp_path)
         assert "innerHTML" not in text and "outerHTML" not in text and "insertAdjacentHTML" not in text, f.name
         if f.suffix == ".html":
             assert "<script>" not in text, f"{f.name} holds an inline script"
+
+
+def _series(root: Path) -> Path:
+    """A small pressure series (two compartments, 3 times, 4 x 5 elements) under ``root``."""
+    from simclient.results import save_pressure_zarr
+
+    grids = {c: np.random.default_rng(0).random((4, 5, 3)) for c in ("medial", "lateral")}
+    maps = {c: np.full((3, 4, 5), 1e6) for c in grids}
+    return save_pressure_zarr(root / "run" / "pressure.zarr", np.array([0.0, 0.1, 0.2]), grids, maps, {"frame": "f"})
+
+
+def test_a_result_series_holding_a_link_is_not_served_and_says_nothing_of_its_target(tmp_path):
+    """A chunk linked to a file outside the root (and an array folder linked outside): 404 naming
+    the series only; the healthy series is served."""
+    root = tmp_path / "root"
+    series = _series(root)
+    get = _in_process(root)
+    assert get("/v1/results?path=run/pressure.zarr").status_code == 200
+    outside = tmp_path / "secret"
+    outside.write_bytes(b"root:x:0:0:secret\n" * 4)
+    chunk = next(p for p in (series / "t_s").rglob("*") if p.is_file() and p.name != "zarr.json")
+    chunk.unlink()
+    chunk.symlink_to(outside)
+    r = get("/v1/results?path=run/pressure.zarr")
+    assert r.status_code == 404 and r.json()["error"] == "not_found"
+    assert "secret" not in r.text and str(tmp_path) not in r.text and "72" not in r.text  # (its size)
+    chunk.unlink()
+    (series / "t_s").rename(tmp_path / "elsewhere")
+    (series / "t_s").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    assert get("/v1/results?path=run/pressure.zarr").status_code == 404
+
+
+def test_a_result_series_declaring_huge_arrays_is_refused_before_it_is_read(tmp_path):
+    """A few hundred bytes of metadata declaring 2e8 values: 413 naming the limit, at once (before,
+    such a request allocated what it declared: 15 s and 1.1 GB for 2e7)."""
+    root = tmp_path / "root"
+    series = _series(root)
+    meta = series / "medial" / "zarr.json"
+    doc = json.loads(meta.read_text())
+    doc["shape"] = [2_000_000, 10, 10]
+    meta.write_text(json.dumps(doc))
+    t0 = time.perf_counter()
+    r = _in_process(root)("/v1/results?path=run/pressure.zarr")
+    assert r.status_code == 413 and r.json()["error"] == "block_too_large" and "limit" in r.json()["detail"]
+    assert time.perf_counter() - t0 < 5
