@@ -56,13 +56,26 @@ class FolderFiles:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            self._dirfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+            self._dirfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         except (FileNotFoundError, NotADirectoryError):
             raise TableNotFound(f"no surface table at {path}") from None
+        except OSError as exc:  # (ELOOP: the table's folder is a link)
+            raise TableNotFound(f"no surface table at {path} (a link, which tables may not be)") from exc
 
     def _open(self, rel: str) -> tuple[int, int]:
-        """A descriptor of the regular file ``rel`` and its size (one ``fstat`` for both)."""
-        fd = os.open(rel, os.O_RDONLY | os.O_NONBLOCK, dir_fd=self._dirfd)
+        """A descriptor of the regular file ``rel`` and its size (one ``fstat`` for both). No
+        component of ``rel`` may be a link (``OSError``): a table holds only folders and regular
+        files, so nothing inside it can lead out of the store's root."""
+        *folders, name = rel.split("/")
+        dirfd, opened = self._dirfd, []
+        try:
+            for part in folders:
+                dirfd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dirfd)
+                opened.append(dirfd)
+            fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW, dir_fd=dirfd)
+        finally:
+            for d in opened:
+                os.close(d)
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)

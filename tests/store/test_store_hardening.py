@@ -464,3 +464,29 @@ def test_a_result_series_declaring_huge_arrays_is_refused_before_it_is_read(tmp_
     r = _in_process(root)("/v1/results?path=run/pressure.zarr")
     assert r.status_code == 413 and r.json()["error"] == "block_too_large" and "limit" in r.json()["detail"]
     assert time.perf_counter() - t0 < 5
+
+
+def test_a_record_linked_outside_the_root_is_never_served(tmp_path):
+    """A chunk file, and a folder of chunks, replaced by links to a copy of the table outside the
+    root (the same bytes, so only the link decides): records, blocks and windows answer 503 for
+    them, never the outside bytes; the other records are served."""
+    import shutil
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    _build(root, "a")
+    shutil.copytree(root / "a.zarr", outside / "a.zarr")
+    get = _in_process(root)
+    chunk = root / "a.zarr" / "points" / "c" / "1" / "1" / "0"
+    assert chunk.is_file()
+    chunk.unlink()
+    chunk.symlink_to(outside / "a.zarr" / "points" / "c" / "1" / "1" / "0")
+    for path in ("/v1/surfaces/a/records/1/1", "/v1/surfaces/a/block?ri0=0&ri1=2&rj0=0&rj1=2",
+                 "/v1/surfaces/a/window?ri=1&rj=1&wu=3&wv=3"):
+        r = get(path)
+        assert r.status_code == 503 and r.json()["error"] == "record_corrupt", (path, r.status_code)
+        assert str(tmp_path) not in r.text
+    assert get("/v1/surfaces/a/records/0/0").status_code == 200
+    folder = root / "a.zarr" / "points" / "c" / "2"
+    shutil.rmtree(folder)
+    folder.symlink_to(outside / "a.zarr" / "points" / "c" / "2", target_is_directory=True)
+    assert get("/v1/surfaces/a/records/2/0").status_code == 503
