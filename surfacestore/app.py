@@ -578,13 +578,14 @@ def _view_router(store: _Store, auth: list[Any]) -> APIRouter:
         return static(file, "text/javascript; charset=utf-8")
 
     @router.get("/v1/surfaces/{name}/preview", dependencies=auth, response_class=Response,
-                responses={**_NPY_200, **_errors(401, 404, 422, 503)})
+                responses={**_NPY_200, **_errors(401, 404, 413, 422, 503)})
     async def preview(name: str, n: int = Query(128, ge=2, le=pages.MAX_PREVIEW, description="points a side (about)"),
                       array: str = Query("points", pattern=NAME_PATTERN,
                                          description="'points' or an extra per-point field")) -> Response:
         """About ``n`` points a side of the table, every ``su``-th and ``sv``-th point (the last row
         and column included; ``X-Preview-Step: su,sv``): what the browser view draws."""
-        data, (su, sv) = await run_in_threadpool(pages.preview, store.catalog, name, n, array)
+        async with store.large():  # (built off the event loop, a few at a time, as large data bodies are)
+            data, (su, sv) = await run_in_threadpool(pages.preview, store.catalog, name, n, array, store.max_block_bytes)
         return Response(npy_bytes(data), media_type=NPY, headers={"x-preview-step": f"{su},{sv}",
                                                                    "cache-control": "no-cache"})
 

@@ -41,13 +41,17 @@ def page(name: str) -> bytes:
     return (WEB / name).read_bytes()
 
 
-def preview(catalog: Catalog, name: str, n: int, array: str = "points") -> tuple[np.ndarray, tuple[int, int]]:
+def preview(catalog: Catalog, name: str, n: int, array: str = "points",
+            max_bytes: int | None = None) -> tuple[np.ndarray, tuple[int, int]]:
     """About ``n`` points a side of table ``name``: every ``(su, sv)``-th point in u and v, the last
     row and column included; returns the array (``(nu', nv', 14)`` points or ``(nu', nv')`` of an
     extra field) and the steps. Only the records holding sampled points are read (through the
-    record cache), so the cost is bounded by ``min(n, records)`` a side."""
+    record cache), so the cost is bounded by ``min(n, records)`` a side; a table whose records are
+    each larger than ``max_bytes`` is :class:`BlockTooLarge` (the record and block endpoints' limit)."""
     table = catalog.get(name)
     h = table.header
+    if max_bytes is not None and h.record_bytes > max_bytes:
+        raise BlockTooLarge(f"{name}: its records of {h.record_bytes} bytes exceed the limit of {max_bytes}")
     if array != "points" and array not in h.extras:
         raise UnknownField(f"{name}: no per-point array {array!r} (extras: {list(h.extras)})")
     su, sv = (max(1, math.ceil((npts - 1) / max(n - 1, 1))) for npts in (h.u_npts, h.v_npts))

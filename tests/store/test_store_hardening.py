@@ -490,3 +490,22 @@ def test_a_record_linked_outside_the_root_is_never_served(tmp_path):
     shutil.rmtree(folder)
     folder.symlink_to(outside / "a.zarr" / "points" / "c" / "2", target_is_directory=True)
     assert get("/v1/surfaces/a/records/2/0").status_code == 503
+
+
+def test_a_preview_of_records_over_the_limit_is_413(tmp_path):
+    """``preview`` reads whole records: a table whose records exceed ``--max-block-mb`` is refused
+    as the record endpoints refuse it (before, 8 previews of 204 MB records held 3.57 GB)."""
+    import asyncio
+
+    from surfacestore.app import create_app
+    from surfacestore.settings import Settings
+
+    _build(tmp_path, "a", grid=(120, 120), record=(120, 120))  # one record of 1.6 MB
+    app = create_app(Settings(root=tmp_path, max_block_mb=1))
+
+    async def fetch(path: str) -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://store") as client:
+            return await client.get(path)
+    r = asyncio.run(fetch("/v1/surfaces/a/preview?n=16"))
+    assert r.status_code == 413 and "limit" in r.json()["detail"]
+    assert asyncio.run(fetch("/v1/surfaces/a/records/0/0")).status_code == 413
