@@ -56,11 +56,11 @@ class FolderFiles:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            self._dirfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            # The table's own folder may be a link: whoever named the path chose it (the store's
+            # catalog keeps resolved tables inside its root); links inside the table are refused.
+            self._dirfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
         except (FileNotFoundError, NotADirectoryError):
             raise TableNotFound(f"no surface table at {path}") from None
-        except OSError as exc:  # (ELOOP: the table's folder is a link)
-            raise TableNotFound(f"no surface table at {path} (a link, which tables may not be)") from exc
 
     def _open(self, rel: str) -> tuple[int, int]:
         """A descriptor of the regular file ``rel`` and its size (one ``fstat`` for both). No
