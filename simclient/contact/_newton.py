@@ -369,6 +369,24 @@ def pair_arrays(pair: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
             address_array(ints[L.PAIR_WORK], L.PAIR_WORK_SIZE, np.float64))
 
 
+#: :func:`solve_warm`'s code for pose arrays not in its signature's form (a shape, or strides of
+#: another layout or item size): the caller normalises them and takes the general path
+MALFORMED = -2
+
+
+@helper(inline=True)
+def _is_matrix(a: np.ndarray) -> bool:
+    """Whether ``a`` is a C-contiguous 3 x 3 array of 8-byte items (its dtype the caller checks:
+    a compiled entry reads any array's memory as its signature's type)."""
+    return a.shape[0] == 3 and a.shape[1] == 3 and a.strides[0] == 24 and a.strides[1] == 8
+
+
+@helper(inline=True)
+def _is_vector(a: np.ndarray) -> bool:
+    """Whether ``a`` is a contiguous 3-vector of 8-byte items (see :func:`_is_matrix`)."""
+    return a.shape[0] == 3 and a.strides[0] == 8
+
+
 @kernel("UniTuple(i8, 2)(i8, f8[:, ::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], b1)")
 def solve_warm(pair: int, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, data: np.ndarray,
                check: bool) -> tuple[int, int]:
@@ -377,7 +395,10 @@ def solve_warm(pair: int, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j
     (its scratch space, warm start and ``flts``, see :mod:`simclient.geometry.layout`), passed as
     the address of ``ints`` (:func:`pair_arrays`); the contact's data (``CONTACT_SIZE`` values: the
     output and the solution) go into ``data``. Without a warm start (NaN) returns ``(-1, 0)`` at
-    once: nothing tried (the caller starts from a coarse search)."""
+    once: nothing tried (the caller starts from a coarse search); for pose arrays of another shape
+    or layout, :data:`MALFORMED` (their dtypes and ranks the caller checks: a compiled entry cannot)."""
+    if not (_is_matrix(R_i) and _is_vector(c_i) and _is_matrix(R_j) and _is_vector(c_j)):
+        return MALFORMED, 0
     buf_i, buf_j, ints, work = pair_arrays(pair)
     ints[L.PAIR_CHECK] = check
     x = data[L.CONTACT_X:L.CONTACT_X + 4]  # the warm start, then the solution

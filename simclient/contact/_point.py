@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from simclient.contact._nearest import deepest
-from simclient.contact._newton import ContactStatus, solve_contact, solve_contacts, solve_warm
+from simclient.contact._newton import MALFORMED, ContactStatus, solve_contact, solve_contacts, solve_warm
 from simclient.errors import ContactError, ParameterError, PointerError
 from simclient.geometry import StorageWindow
 from simclient.geometry import layout as L
@@ -39,12 +39,26 @@ _CHECK, _X = L.PAIR_CHECK, L.CONTACT_X
 _CONTACT_SHAPE = (L.CONTACT_SIZE,)  # (a shape tuple: the cheapest np.empty)
 _EVALUATIONS, _ITERATIONS = L.PAIR_EVALUATIONS, L.PAIR_ITERATIONS
 _empty = np.empty
-_F8 = np.dtype(np.float64)
+_F8, _ND = np.dtype(np.float64), np.ndarray
+_MALFORMED = MALFORMED
 
 
-def _f8(a: np.ndarray) -> np.ndarray:
-    """``a`` as the compiled calls take it: a C-contiguous float64 array (``a`` itself when it is one)."""
-    return a if type(a) is np.ndarray and a.dtype is _F8 and a.flags.c_contiguous else np.ascontiguousarray(a, _F8)
+def _poses(R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Two poses as the compiled calls take them: C-contiguous float64 arrays (each itself where it
+    is one), rotations 3 x 3 and positions 3-vectors; :class:`ParameterError` naming the argument
+    otherwise (a compiled call would read a wrong shape's memory as the right one)."""
+    out = []
+    for name, a, shape in (("R_i", R_i, (3, 3)), ("c_i", c_i, (3,)), ("R_j", R_j, (3, 3)), ("c_j", c_j, (3,))):
+        try:
+            f = np.ascontiguousarray(a, _F8)
+        except (TypeError, ValueError) as exc:
+            raise ParameterError(f"contact pose {name}: not an array of numbers ({exc})") from None
+        if f.shape != shape:
+            raise ParameterError(f"contact pose {name}: shape {f.shape}, expected {shape}")
+        out.append(f)
+    return tuple(out)
+
+
 #: most detections :meth:`ContactPair.place` makes (each moves the windows up to 8 times)
 PLACE_DETECTIONS = 8
 #: (rad) the largest turn of a surface between two poses of :meth:`ContactPair.place`'s continuation
@@ -390,7 +404,7 @@ class ContactPair:
         pj = np.ascontiguousarray(self.wj.points(self.coarse_points).reshape(-1, L.NFIELDS))
         pi = np.ascontiguousarray(pi)
         pi, pj = pi[np.isfinite(pi[:, 2:5]).all(axis=1)], pj[np.isfinite(pj[:, 2:8]).all(axis=1)]  # (unfilled points)
-        f8 = [np.ascontiguousarray(x, dtype=float) for x in (R_i, c_i, R_j, c_j)]
+        f8 = _poses(R_i, c_i, R_j, c_j)
         a, b, depth = deepest(pi, f8[0], f8[1], pj, f8[2], f8[3]) if len(pi) and len(pj) else (-1, -1, math.nan)
         if a < 0:
             raise ContactError(f"contact {self.label}: poses that put the surfaces' points at "
@@ -419,18 +433,26 @@ class ContactPair:
         """
         # the hot path of every integrator stage: one compiled call from the warm start, the
         # general path only where it does not converge there (windows to move, a restart, failures)
-        R_i, c_i, R_j, c_j = _f8(R_i), _f8(c_i), _f8(R_j), _f8(c_j)
         data = _empty(_CONTACT_SHAPE)
-        if self.wi.version == self._vi and self.wj.version == self._vj:  # (:meth:`synced`, inlined)
+        # the windows unchanged since the pair last copied their addresses (:meth:`synced`), and the
+        # poses' types, dtypes and ranks checked here (a compiled entry cannot: it would read another
+        # dtype's memory as float64, or write a higher rank's shape past its record), their shapes
+        # and layouts in the call (cheaper there than normalising here)
+        if (self.wi.version == self._vi and self.wj.version == self._vj
+                and _ND is type(R_i) is type(c_i) is type(R_j) is type(c_j) and R_i.dtype is _F8 is c_i.dtype
+                and R_j.dtype is _F8 is c_j.dtype and R_i.ndim == 2 == R_j.ndim and c_i.ndim == 1 == c_j.ndim):
             if CHECK:
                 self.check_pointers()
             code, it = self._solve_warm(self._address, R_i, c_i, R_j, c_j, data, update_windows)
             if code == _CONVERGED:
                 return Contact(_CONVERGED_STATUS, it, data)
+            if code == _MALFORMED:
+                code = -1
         else:
-            self.refresh()
             code, it = -1, 0
-        return self._solve(R_i, c_i, R_j, c_j, strict, update_windows, code, it, data)
+            if not self.synced():
+                self.refresh()
+        return self._solve(*_poses(R_i, c_i, R_j, c_j), strict, update_windows, code, it, data)
 
     def _solve(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, strict: bool,
                update_windows: bool, code: int, it_total: int, data: np.ndarray) -> Contact:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from simclient.contact._newton import ContactStatus, solve_profile_contact
-from simclient.contact._point import Contact, ContactPair, _f8
+from simclient.contact._point import Contact, ContactPair, _poses
 from simclient.errors import ParameterError
 from simclient.geometry import StorageWindow, rz
 from simclient.geometry import layout as L
@@ -66,8 +66,7 @@ class ProfilePair(ContactPair):
         contacts; the one-call fast path is the spatial pairs')."""
         if not self.synced():
             self.refresh()
-        R_i, c_i, R_j, c_j = _f8(R_i), _f8(c_i), _f8(R_j), _f8(c_j)
-        return self._solve(R_i, c_i, R_j, c_j, strict, update_windows, -1, 0, np.empty(L.CONTACT_SIZE))
+        return self._solve(*_poses(R_i, c_i, R_j, c_j), strict, update_windows, -1, 0, np.empty(L.CONTACT_SIZE))
 
 
 class CirclePair:

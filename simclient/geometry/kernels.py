@@ -26,8 +26,10 @@ and says so once on stderr. Built modules live in ``SIMCLIENT_KERNEL_DIR``, by d
 ``~/.cache/simclient/kernels`` (``$XDG_CACHE_HOME`` where set).
 
 The extension module's functions do not check their arguments: an array of another type or layout
-than the signature's is read as if it had them. Every caller passes arrays it made itself;
-with ``SIMCLIENT_CHECK_POINTERS=1`` every call checks each argument against the signature first
+than the signature's is read as if it had them (and one of a higher rank overruns the record
+numba unpacks it into). Every caller passes arrays it made itself, or checked: the one entry that
+takes a user's arrays as they come, ``ContactPair.detect``'s, checks their types, dtypes and ranks
+in Python and their shapes and strides in the kernel. With ``SIMCLIENT_CHECK_POINTERS=1`` every call checks each argument against the signature first
 (:func:`checked`), and the pointer-carrying callers check their addresses too.
 """
 

@@ -97,6 +97,37 @@ def test_sphere_on_plane_random_poses(geometry, interpolation):
         assert errors.max() <= bound / 50, (errors.max(), bound)  # far more accurate at equal density
 
 
+def test_poses_of_any_array_form_give_the_same_contact(geometry):
+    """The compiled fast path reads its pose arrays' memory as C-contiguous float64: a transposed
+    (Fortran-ordered) rotation, integer or list positions, a strided view give the contact of their
+    values, bit for bit; a wrong shape is a ParameterError naming the argument, never a read."""
+    from simclient.errors import ParameterError
+
+    Rb = _random_rotation()
+    centre = np.array([0.001, -0.002, 0.0199])
+
+    def twice(*pose):  # from a coarse search (the general path), then warm (the one-call fast path)
+        pair = ContactPair(*_windows(geometry, "sphere", "plane", "hermite"))
+        first, second = pair.detect(*pose), pair.detect(*pose)
+        assert first.converged and second.converged, pose
+        return np.concatenate([first.params, second.params, [first.indentation, second.indentation]])
+
+    expected = twice(Rb, centre, np.eye(3), np.zeros(3))
+    wide = np.zeros((3, 6))
+    wide[:, ::2] = Rb
+    forms = [(np.asfortranarray(Rb), centre, np.eye(3), np.zeros(3)),
+             (Rb, centre.tolist(), np.eye(3, dtype=int), np.zeros(3, dtype=np.int32)),
+             (wide[:, ::2], np.repeat(centre, 2)[::2], np.eye(3, dtype=np.float32), [0, 0, 0])]
+    for form in forms:
+        assert np.array_equal(twice(*form), expected), form
+    reference = ContactPair(*_windows(geometry, "sphere", "plane", "hermite"))
+    reference.detect(Rb, centre, np.eye(3), np.zeros(3))
+    for bad, name in (((Rb[:2], centre), "R_i"), ((Rb, centre.reshape(3, 1)), "c_i"),
+                      ((Rb, centre[:2]), "c_i"), ((Rb, "centre"), "c_i")):
+        with pytest.raises(ParameterError, match=name):
+            reference.detect(*bad, np.eye(3), np.zeros(3))
+
+
 @pytest.mark.parametrize("interpolation", ["bilinear", "hermite"])
 def test_sphere_in_concave_sphere(geometry, interpolation):
     wi, wj = _windows(geometry, "sphere", "shell", interpolation)
