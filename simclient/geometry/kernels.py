@@ -29,8 +29,9 @@ The extension module's functions do not check their arguments: an array of anoth
 than the signature's is read as if it had them (and one of a higher rank overruns the record
 numba unpacks it into). Every caller passes arrays it made itself, or checked: the one entry that
 takes a user's arrays as they come, ``ContactPair.detect``'s, checks their types, dtypes and ranks
-in Python and their shapes and strides in the kernel. With ``SIMCLIENT_CHECK_POINTERS=1`` every call checks each argument against the signature first
-(:func:`checked`), and the pointer-carrying callers check their addresses too.
+in Python and their shapes and strides in the kernel. With ``SIMCLIENT_CHECK_POINTERS=1`` every
+call checks each argument against the signature first (:func:`checked`), and the
+pointer-carrying callers check their addresses too.
 """
 
 from __future__ import annotations
