@@ -387,32 +387,35 @@ def _is_vector(a: np.ndarray) -> bool:
     return a.shape[0] == 3 and a.strides[0] == 8
 
 
-@kernel("UniTuple(i8, 2)(i8, f8[:, ::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], b1)")
+@kernel("i8(i8, f8[:, ::1], f8[::1], f8[:, ::1], f8[::1], f8[::1], b1)")
 def solve_warm(pair: int, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, data: np.ndarray,
-               check: bool) -> tuple[int, int]:
+               check: bool) -> int:
     """:func:`solve_contact` from the pair's warm start, a contact evaluation in one compiled call
     (the fast path of :meth:`ContactPair.detect`): the pair's state is its ``ints`` and ``work``
     (its scratch space, warm start and ``flts``, see :mod:`simclient.geometry.layout`), passed as
     the address of ``ints`` (:func:`pair_arrays`); the contact's data (``CONTACT_SIZE`` values: the
-    output and the solution) go into ``data``. Without a warm start (NaN) returns ``(-1, 0)`` at
-    once: nothing tried (the caller starts from a coarse search); for pose arrays of another shape
-    or layout, :data:`MALFORMED` (their dtypes and ranks the caller checks: a compiled entry cannot)."""
+    output, the solution and the iterations) go into ``data``, its status is returned (one integer:
+    a tuple would cost the call a tenth). Without a warm start (NaN) returns -1 at once: nothing
+    tried (the caller starts from a coarse search); for pose arrays of another shape or layout,
+    :data:`MALFORMED` (their dtypes and ranks the caller checks: a compiled entry cannot)."""
+    data[L.CONTACT_ITERATIONS] = 0
     if not (_is_matrix(R_i) and _is_vector(c_i) and _is_matrix(R_j) and _is_vector(c_j)):
-        return MALFORMED, 0
+        return MALFORMED
     buf_i, buf_j, ints, work = pair_arrays(pair)
     ints[L.PAIR_CHECK] = check
     x = data[L.CONTACT_X:L.CONTACT_X + 4]  # the warm start, then the solution
     x[:] = work[L.PAIR_X:L.PAIR_X + 4]
     if math.isnan(x[0]):
-        return -1, 0
+        return -1
     status, it = solve_contact(buf_i, buf_j, ints, work[L.PAIR_FLTS:L.PAIR_FLTS + L.PAIR_FLTS_SIZE], R_i, c_i, R_j,
                                c_j, x, work)
     data[:L.OUT_SIZE] = work[:L.OUT_SIZE]
+    data[L.CONTACT_ITERATIONS] = it
     ints[L.PAIR_EVALUATIONS] += 1
     ints[L.PAIR_ITERATIONS] += it
     if status == CONVERGED:
         work[L.PAIR_X:L.PAIR_X + 4] = x  # the next warm start
-    return status, it
+    return status
 
 
 @kernel("i8(i8, f8[:, :, ::1], f8[:, ::1], f8[:, :, ::1], f8[:, ::1], i8, i8[::1], f8[:, ::1])")
@@ -421,7 +424,7 @@ def solve_contacts(pair: int, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray,
     """:func:`solve_contact` along a sequence of poses ``(R_i[k], c_i[k], R_j[k], c_j[k])`` from
     ``first`` on, each warm-started from the last converged solution (the pair's warm start, the
     address of its ``ints`` as for :func:`solve_warm`): statuses and the contacts' data
-    (``CONTACT_SIZE`` values: output and solution) into ``status`` and ``data`` row k. Returns the
+    (``CONTACT_SIZE`` values: output, solution and iterations) into ``status`` and ``data`` row k. Returns the
     number of poses, or the index of the first pose that needs the caller (a window to move, a
     solve that did not converge from its warm start: :meth:`ContactPair.detect` decides)."""
     buf_i, buf_j, ints, work = pair_arrays(pair)
@@ -438,6 +441,7 @@ def solve_contacts(pair: int, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray,
         status[k] = code
         data[k, :L.OUT_SIZE] = work[:L.OUT_SIZE]
         data[k, L.CONTACT_X:L.CONTACT_X + 4] = xk
+        data[k, L.CONTACT_ITERATIONS] = it
         x[:] = xk
     return len(c_i)
 

@@ -77,14 +77,19 @@ class Contact:
     (``left window i/j`` is reported by probes, which leave the windows in place).
     ``params`` = ``(u_i, v_i, u_j, v_j)``; ``point_i``, ``point_j`` (m); ``normal`` (unit, outward
     of surface j); ``indentation`` (m, positive when overlapping); ``residual`` (|F|, m^2 per unit
-    parameter); ``normal_i`` (unit outward normal of surface i at ``point_i``). ``data`` holds them
-    as :mod:`simclient.geometry.layout` lays out a contact (``CONTACT_SIZE`` values, owned).
+    parameter); ``normal_i`` (unit outward normal of surface i at ``point_i``); ``iterations`` (the
+    solve's Newton iterations). ``data`` holds them as :mod:`simclient.geometry.layout` lays out a
+    contact (``CONTACT_SIZE`` values, owned).
     """
 
-    __slots__ = ("status", "iterations", "_d")
+    __slots__ = ("status", "_d")
 
-    def __init__(self, status: ContactStatus, iterations: int, data: np.ndarray) -> None:
-        self.status, self.iterations, self._d = status, iterations, data
+    def __init__(self, status: ContactStatus, data: np.ndarray) -> None:
+        self.status, self._d = status, data
+
+    @property
+    def iterations(self) -> int:
+        return int(self._d[L.CONTACT_ITERATIONS])
 
     @property
     def params(self) -> np.ndarray:
@@ -149,7 +154,7 @@ class Contacts:
         return len(self.status)
 
     def __getitem__(self, k: int) -> Contact:
-        return Contact(_STATUSES[self.status[k]], 0, self._d[k].copy())
+        return Contact(_STATUSES[self.status[k]], self._d[k].copy())
 
 
 class ContactPair:
@@ -443,22 +448,24 @@ class ContactPair:
                 and R_j.dtype is _F8 is c_j.dtype and R_i.ndim == 2 == R_j.ndim and c_i.ndim == 1 == c_j.ndim):
             if CHECK:
                 self.check_pointers()
-            code, it = self._solve_warm(self._address, R_i, c_i, R_j, c_j, data, update_windows)
+            code = self._solve_warm(self._address, R_i, c_i, R_j, c_j, data, update_windows)
             if code == _CONVERGED:
-                return Contact(_CONVERGED_STATUS, it, data)
+                return Contact(_CONVERGED_STATUS, data)
             if code == _MALFORMED:
                 code = -1
         else:
-            code, it = -1, 0
+            code = -1
             if not self.synced():
                 self.refresh()
-        return self._solve(*_poses(R_i, c_i, R_j, c_j), strict, update_windows, code, it, data)
+        return self._solve(*_poses(R_i, c_i, R_j, c_j), strict, update_windows, code, data)
 
     def _solve(self, R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray, strict: bool,
-               update_windows: bool, code: int, it_total: int, data: np.ndarray) -> Contact:
+               update_windows: bool, code: int, data: np.ndarray) -> Contact:
         """:meth:`detect`'s general path, after the warm-started solve's outcome ``code`` (its
-        parameters in ``data``), or from the start where ``code`` is -1 (nothing tried yet)."""
+        parameters and iterations in ``data``), or from the start where ``code`` is -1 (nothing
+        tried yet)."""
         wi, wj, ints = self.wi, self.wj, self.ints
+        it_total = int(data[L.CONTACT_ITERATIONS]) if code >= 0 else 0
         x = data[_X:_X + 4]
         warm = not np.isnan(self.work[L.PAIR_X])
         if code < 0:
@@ -495,7 +502,8 @@ class ContactPair:
         data[:L.OUT_SIZE] = self.work[:L.OUT_SIZE]
         if code == _CONVERGED:
             self.work[L.PAIR_X:L.PAIR_X + 4] = x
-        contact = Contact(_STATUSES[code], it_total, data)
+        data[L.CONTACT_ITERATIONS] = it_total
+        contact = Contact(_STATUSES[code], data)
         if code != _CONVERGED and strict:
             raise ContactError(f"contact {self.label}: {self.describe(contact.status, x)} after {it_total} "
                                f"iterations at (u_i, v_i, u_j, v_j) = {x.tolist()}, |F| = {contact.residual:.3e}")

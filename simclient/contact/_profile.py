@@ -66,7 +66,7 @@ class ProfilePair(ContactPair):
         contacts; the one-call fast path is the spatial pairs')."""
         if not self.synced():
             self.refresh()
-        return self._solve(*_poses(R_i, c_i, R_j, c_j), strict, update_windows, -1, 0, np.empty(L.CONTACT_SIZE))
+        return self._solve(*_poses(R_i, c_i, R_j, c_j), strict, update_windows, -1, np.empty(L.CONTACT_SIZE))
 
 
 class CirclePair:
@@ -110,4 +110,4 @@ class CirclePair:
         d[L.OUT_PI:L.OUT_PI + 3], d[L.OUT_PJ:L.OUT_PJ + 3] = pi, pj
         d[L.OUT_N:L.OUT_N + 3], d[L.OUT_NI:L.OUT_NI + 3] = n, -n
         d[L.OUT_DEPTH] = float((pj - pi) @ n)
-        return Contact(ContactStatus.CONVERGED, 0, d)
+        return Contact(ContactStatus.CONVERGED, d)

@@ -35,7 +35,7 @@ A pair's ``work`` float64[PAIR_WORK_SIZE]: the contact output first (``OUT_*``, 
 evaluations (``PAIR_EV_I``, ``PAIR_EV_J`` and the key ``PAIR_KEY`` they were taken at: a new work array
 is filled with NaN, no memory), then the warm start ``PAIR_X`` (NaN: none) and the pair's ``flts`` at
 ``PAIR_FLTS``. A contact's data (``CONTACT_SIZE`` values) is the output followed by the solution
-``(u_i, v_i, u_j, v_j)`` at ``CONTACT_X``.
+``(u_i, v_i, u_j, v_j)`` at ``CONTACT_X`` and the solve's Newton iterations at ``CONTACT_ITERATIONS``.
 
 A system (:func:`simclient.dynamics.pack_system`)
     ``bodies`` float64[nb, BODY_SIZE], a row per body: its mass (kg), inertia and its inverse (body
@@ -110,7 +110,8 @@ OUT_RESIDUAL = OUT_DEPTH + 1
 OUT_NI = OUT_RESIDUAL + 1
 OUT_SIZE = OUT_NI + 3
 CONTACT_X = OUT_SIZE
-CONTACT_SIZE = CONTACT_X + 4
+CONTACT_ITERATIONS = CONTACT_X + 4  # the solve's Newton iterations (a count)
+CONTACT_SIZE = CONTACT_ITERATIONS + 1
 
 # the common-normal solve's scratch, after the output
 SOLVE_GI = OUT_SIZE  # surface i's evaluation in the global frame (EV_SIZE)

@@ -48,7 +48,7 @@ def test_the_friction_force_opposes_the_slip_at_the_middle_of_the_indentation():
     d[layout.OUT_PJ:layout.OUT_PJ + 3] = np.array([0.1, 0.2, 0.3]) + 2e-5 * n
     d[layout.OUT_N:layout.OUT_N + 3] = n
     d[layout.OUT_DEPTH] = 2e-5
-    k = Contact(ContactStatus.CONVERGED, 1, d)
+    k = Contact(ContactStatus.CONVERGED, d)
     law = make_law("hertz", 2e9)
     v = np.array([0.3, -0.5, -0.1])  # v_i - v_j
     normal = law.contact_force(k, v, 0.0)
@@ -60,7 +60,7 @@ def test_the_friction_force_opposes_the_slip_at_the_middle_of_the_indentation():
     np.testing.assert_allclose(cf.point, 0.5 * (k.point_i + k.point_j), rtol=1e-15)
     np.testing.assert_array_equal(cf.point, cf.point_j)  # one point: no net moment on the pair
     assert cf.power == pytest.approx(normal.power - 0.25 * fn * np.linalg.norm(slip), rel=1e-13)
-    apart = law.contact_force(Contact(ContactStatus.CONVERGED, 1, np.where(np.arange(len(d)) == layout.OUT_DEPTH,
+    apart = law.contact_force(Contact(ContactStatus.CONVERGED, np.where(np.arange(len(d)) == layout.OUT_DEPTH,
                                                                             -1e-6, d)), v, 0.0)
     assert not f.apply(apart, k, v).force.any()  # no normal force, no friction
 

@@ -24,7 +24,7 @@ def _contact(depth: float, normal=(0.0, 0.0, 1.0)) -> Contact:
     d[layout.OUT_N:layout.OUT_N + 3] = n
     d[layout.OUT_NI:layout.OUT_NI + 3] = -n
     d[layout.OUT_DEPTH] = depth
-    return Contact(ContactStatus.CONVERGED, 1, d)
+    return Contact(ContactStatus.CONVERGED, d)
 
 
 @pytest.mark.parametrize("name", list(DAMPING))

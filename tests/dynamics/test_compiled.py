@@ -213,7 +213,7 @@ class _GeneralPathOnly(ContactPair):
     """A pair whose compiled fast path always declines (it reports nothing tried, as without a warm
     start), so that every evaluation goes through :meth:`ContactPair.detect`'s general path."""
 
-    warm_kernel = staticmethod(lambda *args: (-1, 0))
+    warm_kernel = staticmethod(lambda *args: -1)
 
 
 def test_detect_fast_path_equals_general_path(sample_tables):
