@@ -227,3 +227,29 @@ def test_pages_in_headless_chromium(tmp_path, sample_tables):
         _chromium(f"{store.url}/view/ball", tmp_path / "ball.png")
         fraction, colours = _content(tmp_path / "ball.png")
         assert fraction > 0.05 and colours > 100, (fraction, colours)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian: apt-get install chromium; .ci/run "
+                    "installs it where it can)")
+def test_markup_in_data_shows_as_text_and_runs_nothing(tmp_path):
+    """A table whose header digest is markup (listed unreadable, with the reason) and a result
+    series whose compartment is named with markup: both pages show the markup as text, no element
+    of it exists in the page, and its script (which would retitle the page) never runs."""
+    import json
+
+    evil = "<img src=x onerror=\"document.title='pwned'\">"
+    _plate(tmp_path)
+    shutil.copytree(tmp_path / "plate.zarr", tmp_path / "marked.zarr")
+    meta = tmp_path / "marked.zarr" / "zarr.json"
+    doc = json.loads(meta.read_text())
+    doc["attributes"]["surface"]["digest"] = evil
+    meta.write_text(json.dumps(doc))
+    t = np.linspace(0, 1, 3)
+    x, z = np.meshgrid(np.linspace(-0.01, 0.01, 8), np.linspace(-0.01, 0.01, 8), indexing="ij")
+    save_pressure_zarr(tmp_path / "run" / "pressure.zarr", t, {evil: np.stack([x, 0 * x, z], -1)},
+                       {evil: np.array([1e6 * (1 + tt) * np.exp(-(x**2 + z**2) / 4e-5) for tt in t])}, {})
+    with StoreProcess(tmp_path) as store:
+        for page, shown in (("/", "unreadable"), ("/results?path=run/pressure.zarr", "&lt;img src=x")):
+            dom = _chromium(store.url + page, None, dump=True)
+            assert shown in dom and "&lt;img src=x onerror=" in dom, (page, dom[-2000:])
+            assert "<img" not in dom and "pwned" not in dom.split("</title>")[0], (page, dom[-2000:])
