@@ -43,7 +43,8 @@ _F8, _ND = np.dtype(np.float64), np.ndarray
 _MALFORMED = MALFORMED
 
 
-def _poses(R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -> tuple[np.ndarray, ...]:
+def _poses(R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray,
+           c_j: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Two poses as the compiled calls take them: C-contiguous float64 arrays (each itself where it
     is one), rotations 3 x 3 and positions 3-vectors; :class:`ParameterError` naming the argument
     otherwise (a compiled call would read a wrong shape's memory as the right one)."""
@@ -56,7 +57,7 @@ def _poses(R_i: np.ndarray, c_i: np.ndarray, R_j: np.ndarray, c_j: np.ndarray) -
         if f.shape != shape:
             raise ParameterError(f"contact pose {name}: shape {f.shape}, expected {shape}")
         out.append(f)
-    return tuple(out)
+    return out[0], out[1], out[2], out[3]
 
 
 #: most detections :meth:`ContactPair.place` makes (each moves the windows up to 8 times)
