@@ -191,6 +191,8 @@ def _bench(args: argparse.Namespace) -> int:
     say = _say(args.json)
     names = [n for n, b in BENCHES.items() if b.in_all] if args.bench == "all" else [args.bench]
     options: dict[str, Any] = {"minutes": args.minutes} if args.bench == "soak" else {}
+    if args.bench == "latency" and args.latency_ms is not None:
+        options["latencies_ms"] = args.latency_ms
     results: dict[str, Any] = {}
     for name in names:
         say(f"bench {name}")
@@ -206,6 +208,16 @@ def _bench(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(results if args.bench == "all" else results[args.bench], indent=2))
     return 0
+
+
+def _latencies(text: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of milliseconds: {text!r}") from None
+    if not values or not all(0 <= v < 10_000 for v in values):
+        raise argparse.ArgumentTypeError(f"latencies must be in [0, 10000) ms, got {text!r}")
+    return values
 
 
 def _positive_int(text: str) -> int:
@@ -356,6 +368,9 @@ def _add_bench(b: argparse.ArgumentParser, _: str | None) -> None:
         bp.add_argument("--json", action="store_true")
         if name in ("windows", "all"):
             bp.add_argument("--out", type=Path, help="folder for the plot of the window ratios")
+        if name == "latency":
+            bp.add_argument("--latency-ms", type=_latencies, help="latencies added to every request, ms "
+                            "(default 0,5,20,50,100; 0,20 with --quick)")
         if name == "soak":
             bp.add_argument("--minutes", type=_positive_minutes, help="how long (default 10; 0.3 with --quick)")
         bp.set_defaults(func=_bench)

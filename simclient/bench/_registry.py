@@ -61,6 +61,8 @@ BENCHES: dict[str, Bench] = {
                        in_all=False),
     "peers": Bench("the bouncing ball and whole runs against OpenSim 4.6 (optional extra 'peers'), scipy on the "
                    "analytic ball, and the command line's start-up", "peers", in_all=False),
+    "latency": Bench("the ball rolling and sliding across a 10^7-point terrain through a store and from a bucket "
+                     "L ms away (--latency-ms)", "latency", in_all=False, builds=True),
     "soak": Bench("the store under mixed clients and rebuilds for --minutes (errors, wrong bytes, latency, memory)",
                   "soak", in_all=False, builds=True),
 }

@@ -93,3 +93,70 @@ def test_bench_scenarios_quick(sample_tables):
         else:
             assert row["runs"] == 1 and 0 < row["min_s"] <= row["median_s"] <= row["max_s"], row
             assert 0 < row["median_wall_s"] <= row["max_s"], row
+
+
+def test_delay_proxy_adds_its_latency_to_each_request_and_overlaps_concurrent_ones():
+    """Through :class:`DelayProxy`, a request and its reply arrive intact, one after another
+    each takes at least the delay, and requests in flight together overlap their delays (as on a
+    link with that latency, not a queue)."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import httpx
+
+    from simclient.bench._delay import DelayProxy
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+            body = self.path.encode() * 1000
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    delay = 0.1
+    try:
+        with DelayProxy(f"127.0.0.1:{server.server_address[1]}", delay) as proxy, httpx.Client() as client:
+            t0 = time.perf_counter()
+            for k in range(3):
+                r = client.get(f"{proxy.url}/r{k}")
+                assert r.status_code == 200 and r.content == f"/r{k}".encode() * 1000
+            assert time.perf_counter() - t0 >= 3 * delay
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(4) as pool:
+                bodies = list(pool.map(lambda k: httpx.get(f"{proxy.url}/c{k}").content, range(4)))
+            assert bodies == [f"/c{k}".encode() * 1000 for k in range(4)]
+            assert delay <= time.perf_counter() - t0 < 4 * delay  # (one after another: 4 delays)
+    finally:
+        server.shutdown()
+
+
+def test_bench_latency_gives_the_folders_results_through_the_store_and_the_bucket(sample_tables, tmp_path):
+    """The latency benchmark on a small terrain (400 x 400 points, 0.08 s), 10 ms away: the runs through
+    the store and from the bucket give the folder's results to the last bit, and every row is
+    complete."""
+    import shutil
+
+    import preprocess.samples
+    from simclient.bench import latency
+
+    (tmp_path / "latency").mkdir()
+    for name in ("ball_rolling", "ball_333"):
+        shutil.copytree(sample_tables / f"{name}.zarr", tmp_path / "latency" / f"{name}.zarr")
+    res = latency.run(tmp_path, quick=True, builder=preprocess.samples, latencies_ms=(10,), side=400, t_end=0.08)
+    assert res["terrain"]["points"] == 160000
+    for case, rows in res["cases"].items():
+        assert rows["folder"]["updates"] > 0 and rows["folder"]["stalls"] == rows["folder"]["updates"], case
+        for source in ("store", "bucket"):
+            row = rows[source]["10"]
+            assert row["same_results"], (case, source)
+            assert row["updates"] == rows["folder"]["updates"] and row["stalls"] <= row["updates"], (case, source)
+            assert row["ratio"] > 0 and row["requests"] > 0
+    assert "rolling" in latency.report(res)

@@ -1,0 +1,172 @@
+"""Out of core across a network (``simclient bench latency``): the bouncing ball rolling and
+sliding across a large terrain whose table is L ms away.
+
+Tables (built once by the bench, in ``TABLES/latency``): a flat terrain of ``points`` points (by
+default 3163 x 3163, about 10^7, 1.1 GB; records of 9 x 9 points 0.3 mm x 0.6 mm apart, so 0.95 m x
+1.9 m) and the sample ``ball_rolling`` (poles across the travel) and ``ball_333``. Runs, each a
+``simclient run bouncing-ball --json`` process:
+
+- ``rolling``: ``ball_rolling`` dropped 0.5 mm onto the terrain at 1 m/s with friction 0.3
+  (Hunt-Crossley, restitution 0.5): it settles within 0.05 s and rolls at 5/7 m/s, its contact
+  point travelling round the ball and along the terrain (about 120 ball and 80 terrain window moves,
+  many of them back and forth while the bounces' events are located);
+- ``sliding``: ``ball_333`` at 2 m/s without friction, the same drop: about 40 moves of the
+  terrain's window, 4-5 records each, and none of the ball's.
+
+Each from (a) the table folder (the baseline, as a user runs there: no fetching ahead), (b) a
+store serving that folder and (c) the tables uploaded to a local S3 API (moto), both with
+``--prefetch`` and behind :class:`~simclient.bench._delay.DelayProxy`, which adds ``L`` ms to
+every request (a TCP proxy on loopback: what the client waits for is a real socket's, not a
+simulated one). Rows: the run's wall time (set-up and integration: the process's start is the same
+everywhere), the time it waited for windows, window moves, the moves that stalled on a fetch (all
+of them without prefetch), requests (fetches ahead included) and the bytes the windows took in, the
+client's peak RSS, and the ratio of the wall time to the folder's. Every run's results (impacts,
+indentations, velocities, steps) are compared with the folder's to the last bit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from simclient.bench._delay import DelayProxy
+from simclient.bench._registry import TableBuilder
+from simclient.bench._server import S3Server, StoreProcess, aws_environment
+from simclient.errors import ParameterError
+
+__all__ = ["CASES", "run", "report"]
+
+#: the runs: name -> ``simclient run bouncing-ball`` arguments (the tables' location added)
+CASES: dict[str, list[str]] = {
+    "rolling": ["--ball", "ball_rolling", "--friction", "0.3", "--vx", "1.0"],
+    "sliding": ["--ball", "ball_333", "--vx", "2.0"],
+}
+_COMMON = ["--gap", "0.0005", "--law", "hunt-crossley", "--cr", "0.5", "--json"]
+#: the summary's values that are results (compared to the last bit), not measurements of the run
+_RESULTS = ("impacts", "impact_times_s", "impact_velocities_m_s", "separation_velocities_m_s", "max_indentation_m",
+            "contact_durations_s", "rolling", "energy_drift", "steps", "rhs_evaluations")
+
+
+def terrain(builder: TableBuilder, folder: Path, side: int) -> str:
+    """Build (once) the flat terrain of ``side`` x ``side`` points in 9 x 9-point records at the
+    sample ground's spacing (0.3 mm in u, 0.6 mm in v), its v along x as the sample ground's;
+    returns its name."""
+    name = f"terrain_{side}"
+    half_u, half_v = 0.15 * (side - 1) / 1000, 0.3 * (side - 1) / 1000
+    spec = builder.parse_surface(name, {"family": "plane", "u_range": [-half_u, half_u], "v_range": [-half_v, half_v],
+                                        "grid": [side, side], "record": [9, 9],
+                                        "placement": {"rotation_axis": [0, 0, 1], "rotation_deg": -90}})
+    builder.ensure_table(spec, folder, quiet=True)
+    return name
+
+
+def _run(where: Sequence[str], ground: str, case: str, *, t_end: float, x0: float,
+         env: dict[str, str] | None = None) -> dict[str, Any]:
+    """One run of ``case`` in its own process (fetching ahead but from the folder, the baseline,
+    which reads as a user would run there); its summary."""
+    local = where[0] == "--tables" and "://" not in where[1]
+    cmd = [sys.executable, "-m", "simclient.cli", "run", "bouncing-ball", *where, "--ground", ground, *CASES[case],
+           *_COMMON, "--t-end", str(t_end), "--x0", str(x0), *([] if local else ["--prefetch"])]
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=900)
+    if r.returncode != 0:
+        raise RuntimeError(f"bench latency: {' '.join(cmd)} failed: {(r.stderr or r.stdout)[-1500:]}")
+    return json.loads(r.stdout)
+
+
+def _row(runs: list[dict[str, Any]], local: dict[str, Any] | None) -> dict[str, Any]:
+    """Medians over repeated runs of one case and source; ``same`` compares the last run's results
+    with the folder's."""
+    last = runs[-1]
+    wall = statistics.median(r["setup_s"] + r["wall_s"] for r in runs)
+    windows = last["windows"]
+    row = {"wall_s": wall, "wait_s": statistics.median(r["window_wait_s"] for r in runs),
+           "updates": sum(w["updates"] for w in windows.values()),
+           "stalls": sum(w.get("stalls", w["updates"]) for w in windows.values()),
+           "requests": sum(w["requests"] + w.get("prefetch_requests", 0) for w in windows.values()),
+           "bytes": sum(w["bytes_fetched"] for w in windows.values()),
+           "peak_rss_MB": max(r["peak_rss_MB"] for r in runs)}
+    if local is not None:
+        row["ratio"] = wall / local["wall_s"]
+        row["rss_over_local_MB"] = row["peak_rss_MB"] - local["peak_rss_MB"]
+        row["same_results"] = all(last.get(k) == local["results"][k] for k in _RESULTS)
+    else:
+        row["results"] = {k: last.get(k) for k in _RESULTS}
+    return row
+
+
+def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | None = None,
+        builder: TableBuilder | None = None, latencies_ms: Sequence[float] | None = None,
+        side: int = 3163, t_end: float = 0.4) -> dict[str, Any]:
+    """The runs of the module's docstring at each latency (ms per request; default 0, 5, 20, 50
+    and 100, with ``quick`` 0 and 20); ``side`` the terrain's points per side (3163: 10^7 points),
+    ``t_end`` the simulated time (s). The ball starts 0.4 m before the terrain's middle (or 90 % of
+    the way to its edge on a smaller one)."""
+    if latencies_ms is None:
+        latencies_ms = (0, 20) if quick else (0, 5, 20, 50, 100)
+    if builder is None:
+        raise ParameterError("bench latency: builds its terrain: give it a builder (preprocess.samples)")
+    from surfacestore import objects
+
+    say = progress or (lambda s: None)
+    repeats = 1 if quick else 3
+    folder = tables / "latency"
+    folder.mkdir(parents=True, exist_ok=True)
+    say(f"building the {side} x {side}-point terrain (once)")
+    ground = terrain(builder, folder, side)
+    x0 = -min(0.4, 0.9 * 0.3 * (side - 1) / 1000)
+    for name in ("ball_rolling", "ball_333"):
+        builder.ensure_table(builder.sample_spec("bouncing_ball.toml", name), folder, quiet=True)
+    out: dict[str, Any] = {"terrain": {"name": ground, "points": side * side,
+                                       "bytes": sum(f.stat().st_size for f in (folder / f"{ground}.zarr").rglob("*")
+                                                    if f.is_file())},
+                           "latencies_ms": list(latencies_ms), "repeats": repeats, "t_end": t_end, "x0": x0, "cases": {}}
+    local = {}
+    for case in CASES:
+        say(f"{case}: from the folder")
+        local[case] = _row([_run(["--tables", str(folder)], ground, case, t_end=t_end, x0=x0) for _ in range(repeats)], None)
+        out["cases"][case] = {"folder": local[case], "store": {}, "bucket": {}}
+    with ExitStack() as stack:
+        store = stack.enter_context(StoreProcess(folder))
+        s3 = stack.enter_context(S3Server())
+        say("uploading the tables to the local S3 API")
+        for name in (ground, "ball_rolling", "ball_333"):
+            with aws_environment(s3.aws_env()):
+                objects.publish(folder / f"{name}.zarr", f"s3://{s3.bucket}/latency/{name}.zarr", overwrite=True)
+        for ms in latencies_ms:
+            with DelayProxy(store.url, ms / 1e3) as to_store, DelayProxy(s3.url, ms / 1e3) as to_bucket:
+                bucket_env = {**s3.aws_env(), "AWS_ENDPOINT_URL": to_bucket.url}
+                for case in CASES:
+                    say(f"{case}: {ms:g} ms away, through the store and from the bucket")
+                    rows = out["cases"][case]
+                    for source, where, env in (("store", ["--store", to_store.url], None),
+                                               ("bucket", ["--tables", f"s3://{s3.bucket}/latency"], bucket_env)):
+                        rows[source][str(ms)] = _row([_run(where, ground, case, t_end=t_end, x0=x0, env=env)
+                                                      for _ in range(repeats)], local[case])
+    return out
+
+
+def report(r: dict[str, Any]) -> str:
+    t = r["terrain"]
+    lines = [f"runs across a network: terrain {t['name']} ({t['points']:.3g} points, {t['bytes'] / 1e9:.2f} GB); "
+             f"median of {r['repeats']}; wall = set-up + integration"]
+    head = (f"  {'':8s} {'source':7s} {'ms':>5s} {'wall s':>7s} {'ratio':>6s} {'wait s':>7s} {'moves':>6s} "
+            f"{'stalls':>6s} {'requests':>8s} {'MB':>7s} {'RSS MB':>7s} same")
+    for case, rows in r["cases"].items():
+        lines.append(head)
+        f = rows["folder"]
+        lines.append(f"  {case:8s} {'folder':7s} {'-':>5s} {f['wall_s']:7.3f} {1:6.2f} {f['wait_s']:7.3f} "
+                     f"{f['updates']:6d} {f['stalls']:6d} {f['requests']:8d} {f['bytes'] / 1e6:7.1f} "
+                     f"{f['peak_rss_MB']:7.1f}")
+        for source in ("store", "bucket"):
+            for ms, x in rows[source].items():
+                lines.append(f"  {case:8s} {source:7s} {ms:>5s} {x['wall_s']:7.3f} {x['ratio']:6.2f} {x['wait_s']:7.3f} "
+                             f"{x['updates']:6d} {x['stalls']:6d} {x['requests']:8d} {x['bytes'] / 1e6:7.1f} "
+                             f"{x['peak_rss_MB']:7.1f} {'yes' if x['same_results'] else 'NO'}")
+    return "\n".join(lines)
