@@ -35,8 +35,14 @@ def _say(quiet: bool) -> Callable[[str], None]:
 
 
 def _peak_rss_mb() -> float:
-    """Peak resident memory of this process so far (MB; Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak resident memory of this program so far (MB): Linux's ``VmHWM``, where there is one
+    (``ru_maxrss`` keeps the peak of the process that started it, across ``exec``: a benchmark's
+    child would report its parent's), else ``ru_maxrss`` (KiB on Linux)."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -251,3 +251,17 @@ def test_every_program_says_its_version(program):
 
     r = subprocess.run([sys.executable, "-m", f"{program}.cli", "--version"], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == f"{program} {version('surfacetables')}", (r.stdout, r.stderr)
+
+
+def test_peak_rss_is_the_programs_own_not_its_parents():
+    """A run started by a process holding 300 MB reports its own peak memory (``ru_maxrss`` would
+    report the parent's, kept across ``exec``): what a benchmark's child prints is the child's."""
+    import subprocess
+    import sys
+
+    held = bytearray(300 * 1024 * 1024)
+    held[::4096] = b"\x01" * len(held[::4096])  # (touched: resident)
+    r = subprocess.run([sys.executable, "-c", "from simclient.cli import _peak_rss_mb; print(_peak_rss_mb())"],
+                       capture_output=True, text=True, check=True)
+    assert float(r.stdout) < 200, r.stdout
+    del held
