@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +35,7 @@ import numpy as np
 from simclient.errors import SourceError, WindowError
 from simclient.geometry import layout as L
 from simclient.geometry._interpolation import INSIDE, evaluate, locate
+from simclient.geometry._prefetch import RecordSupply, cut, new_strips
 from simclient.io import Source
 from surfacestore.format import NFIELDS, Header, RecordBlock, window_block
 
@@ -66,11 +66,13 @@ class StorageWindow:
     extent : records in u and v; clamped (with a warning) to the table's record grid.
     interpolation : ``"hermite"`` (default) or ``"bilinear"``.
     centre : (u, v) to centre the first window on; default the table's centre.
-    prefetch : after each re-centring, fetch in a background thread the strips the next
-        re-centring will need if the contact point keeps moving the same way (its direction in
-        parameter space is that of the last move). ``stats`` then counts ``prefetch_requests``,
-        ``hidden`` (updates served entirely from prefetched records) and ``stalls`` (updates that
-        fetched or waited for at least one strip).
+    prefetch : for a distant source: keep the strips lately read for moves back, and fetch
+        ahead of the window's travel in background threads, as far ahead as the source's
+        measured fetch time needs at the window's measured pace
+        (:class:`simclient.geometry._prefetch.RecordSupply`). ``stats`` then counts
+        ``prefetch_requests``, ``moves_ahead`` (last chosen), ``hidden`` (moves served
+        entirely from strips held, none of them still being fetched) and ``stalls`` (moves that
+        read, or waited for, at least one strip).
     """
 
     @classmethod
@@ -116,9 +118,8 @@ class StorageWindow:
         self.wait_s = 0.0
         self.moves: list[tuple[float, RecordBlock]] = []  # (wall time, block) of every placement
         self.prefetch = prefetch
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"prefetch-{source.name}") if prefetch else None
-        self._pending: dict[RecordBlock, Future] = {}
-        self.prefetch_requests = self.hidden = self.stalls = 0
+        self._supply = RecordSupply(h, self.extent, self._read, source.name) if prefetch else None
+        self.hidden = self.stalls = 0
         u, v = centre if centre is not None else ((h.u0 + h.u1) / 2, (h.v0 + h.v1) / 2)
         self._place(window_block(h, *self.record_of(u, v), wu, wv))
 
@@ -205,55 +206,41 @@ class StorageWindow:
         self.updates += 1
         return True
 
-    def _take_prefetched(self, s: RecordBlock) -> np.ndarray | None:
-        """The records of strip ``s`` from a finished or running prefetch that covers it."""
-        for blk, fut in self._pending.items():
-            if blk.ri0 <= s.ri0 and s.ri1 <= blk.ri1 and blk.rj0 <= s.rj0 and s.rj1 <= blk.rj1:
-                try:
-                    data = fut.result()
-                except SourceError:
-                    return None  # fetched again below, where a failure is reported
-                h = self.header
-                i0, _, j0, _ = h.block_points(blk)
-                a0, a1, b0, b1 = h.block_points(s)
-                return data[a0 - i0:a1 - i0, b0 - j0:b1 - j0]
-        return None
-
     def _place(self, new: RecordBlock) -> None:
-        old = self.block
-        strips = _new_strips(old, new)
+        old, h = self.block, self.header
+        strips = new_strips(old, new)
         fetched = []
         waited = False
-        for s in strips:  # fetch everything first: a failing source leaves the window unchanged
+        # fetch everything first: a failing source leaves the window unchanged
+        pieces: list[tuple[RecordBlock, np.ndarray | None]] = [(s, None) for s in strips]
+        if self._supply is not None:
+            pieces = []
             t = time.perf_counter()
-            if self._pending:
-                pre = self._take_prefetched(s)
-                if pre is not None:
-                    dt = time.perf_counter() - t
-                    self.wait_s += dt
-                    waited |= dt > 1e-4
-                    fetched.append((s, pre))
-                    continue
-            waited = True
-            try:
-                data = self._read(s)
-            except SourceError as exc:
-                raise SourceError(f"{self.name}: window update to records [{new.ri0}, {new.ri1}) x "
-                                  f"[{new.rj0}, {new.rj1}) failed fetching records [{s.ri0}, {s.ri1}) x "
-                                  f"[{s.rj0}, {s.rj1}): {exc}") from exc
-            finally:
-                self.wait_s += time.perf_counter() - t
-                self.requests += 1
+            for strip in strips:
+                got, slow = self._supply.take(strip)
+                pieces += got
+                waited |= slow
+            self.wait_s += time.perf_counter() - t
+            missing = [s for s, data in pieces if data is None]
+            if missing:  # one read for all, with a margin (see RecordSupply.around)
+                waited = True
+                block = self._supply.around(missing)
+                read = self._fetch(block, new)
+                self._supply.remember(block, read)
+                pieces = [(s, cut(h, block, read, s) if data is None else data) for s, data in pieces]
+        for s, data in pieces:
+            if data is None:
+                waited = True
+                data = self._fetch(s, new)
             fetched.append((s, data))
         for s, data in fetched:
             self._store(s, data)
             self.records_fetched += s.n_records
             self.bytes_fetched += data.nbytes
-        if old is not None and self.prefetch:
+        if old is not None and self._supply is not None:
             self.stalls += waited
             self.hidden += not waited
-            self._prefetch_next(old, new)
-        h = self.header
+            self._supply.moved(new)
         i0, i1, j0, j1 = h.block_points(new)
         self.ip[[L.IP_I_LO, L.IP_I_HI, L.IP_J_LO, L.IP_J_HI]] = (i0, i1, j0, j1)
         self.block = new
@@ -271,22 +258,18 @@ class StorageWindow:
             self.quiet = (np.inf, np.inf, -np.inf, -np.inf)
         self.moves.append((time.perf_counter(), new))
 
-    def _prefetch_next(self, old: RecordBlock, new: RecordBlock) -> None:
-        """Start fetching the strips of the window that continues the last move."""
-        self._pending = {b: f for b, f in self._pending.items() if not f.done() or _overlaps(b, new)}
-        du = (new.ri0 + new.ri1) - (old.ri0 + old.ri1)
-        dv = (new.rj0 + new.rj1) - (old.rj0 + old.rj1)
-        wu, wv = self.extent
-        ci, cj = (new.ri0 + new.ri1 - 1) // 2, (new.rj0 + new.rj1 - 1) // 2
-        h = self.header
-        cj = cj + int(np.sign(dv)) * max(wv // 2, 1)
-        nxt = window_block(h, min(max(ci + int(np.sign(du)) * max(wu // 2, 1), 0), h.n_rec_u - 1),
-                           cj if h.periodic_v else min(max(cj, 0), h.n_rec_v - 1), wu, wv)
-        assert self._pool is not None
-        for s in _new_strips(new, nxt):
-            if s not in self._pending:
-                self._pending[s] = self._pool.submit(self._read, s)
-                self.prefetch_requests += 1
+    def _fetch(self, s: RecordBlock, new: RecordBlock) -> np.ndarray:
+        """Read records ``s`` for the placement ``new``, waiting (counted in ``wait_s``)."""
+        t = time.perf_counter()
+        try:
+            return self._read(s)
+        except SourceError as exc:
+            raise SourceError(f"{self.name}: window update to records [{new.ri0}, {new.ri1}) x "
+                              f"[{new.rj0}, {new.rj1}) failed fetching records [{s.ri0}, {s.ri1}) x "
+                              f"[{s.rj0}, {s.rj1}): {exc}") from exc
+        finally:
+            self.wait_s += time.perf_counter() - t
+            self.requests += 1
 
     def _read(self, s: RecordBlock) -> np.ndarray:
         """The points of records ``s`` from the source; over a periodic table's seam, in two reads
@@ -349,8 +332,9 @@ class StorageWindow:
         out = {"updates": self.updates, "records_fetched": self.records_fetched,
                "bytes_fetched": self.bytes_fetched, "requests": self.requests, "wait_s": self.wait_s,
                "extent": list(self.extent)}
-        if self.prefetch:
-            out.update(prefetch_requests=self.prefetch_requests, hidden=self.hidden, stalls=self.stalls)
+        if self._supply is not None:
+            out.update(prefetch_requests=self._supply.requests, moves_ahead=self._supply.moves_ahead,
+                       hidden=self.hidden, stalls=self.stalls)
         return out
 
 
@@ -365,31 +349,7 @@ def record_of(h: Header, u: float, v: float) -> tuple[int, int]:
     return i // h.u_pts, j // h.v_pts
 
 
-def _overlaps(a: RecordBlock, b: RecordBlock) -> bool:
-    return a.ri0 < b.ri1 and b.ri0 < a.ri1 and a.rj0 < b.rj1 and b.rj0 < a.rj1
-
-
 def _wrap(a: int, b: int, n: int) -> list[tuple[int, int]]:
     """Split [a, b) (b - a <= n) into pieces that do not wrap modulo n."""
     cut = (a // n + 1) * n
     return [(a, b)] if b <= cut else [(a, cut), (cut, b)]
-
-
-def _new_strips(old: RecordBlock | None, new: RecordBlock) -> list[RecordBlock]:
-    """The records of ``new`` not in ``old``, as at most four rectangular strips."""
-    if old is None:
-        return [new]
-    oi0, oi1 = max(old.ri0, new.ri0), min(old.ri1, new.ri1)
-    oj0, oj1 = max(old.rj0, new.rj0), min(old.rj1, new.rj1)
-    if oi0 >= oi1 or oj0 >= oj1:
-        return [new]
-    strips = []
-    if new.ri0 < oi0:
-        strips.append(RecordBlock(new.ri0, oi0, new.rj0, new.rj1))
-    if oi1 < new.ri1:
-        strips.append(RecordBlock(oi1, new.ri1, new.rj0, new.rj1))
-    if new.rj0 < oj0:
-        strips.append(RecordBlock(oi0, oi1, new.rj0, oj0))
-    if oj1 < new.rj1:
-        strips.append(RecordBlock(oi0, oi1, oj1, new.rj1))
-    return strips
