@@ -216,3 +216,42 @@ def test_validate_on_a_bucket_builds_only_the_tables_its_cases_read(s3, capsys):
     assert [c["name"] for c in cases] == ["planar-hertz-tables", "blankevoort-winkler"]
     assert all(c["passed"] for c in cases)
     assert sorted(Catalog(root).names()) == ["knee2d_circle_femur", "knee2d_circle_tibia"]
+
+
+def test_a_sharded_tables_neighbouring_records_come_in_one_ranged_read(s3, tmp_path, monkeypatch):
+    """A sharded table on the bucket: every block read equals the folder's bit for bit, the
+    records next to each other in a shard arrive in one ranged request (a 3 x 9 window of shards
+    of 4 records: one request per shard it touches, not per record), and a record whose bytes are
+    damaged inside a shard is named in the error."""
+    from preprocess.build import build_surface, parse_surface
+    from surfacestore.errors import RecordCorrupt
+    from surfacestore.format import RecordBlock
+
+    spec = parse_surface("sharded", {"family": "plane", "u_range": [0, 0.06], "v_range": [0, 0.06], "grid": [61, 61],
+                                     "record": [5, 5], "shard": 4})
+    folder = build_surface(spec, tmp_path).path
+    url = f"{s3}/sharded/sharded.zarr"
+    _upload(folder, url)
+    local, remote = open_table(folder), open_table(url)
+    assert remote.header.shard_records == 4
+    calls = []
+    read_range = objects.ObjectFiles.read_range
+    monkeypatch.setattr(objects.ObjectFiles, "read_range",
+                        lambda self, rel, offset, n: calls.append(rel) or read_range(self, rel, offset, n))
+    for block in (RecordBlock(0, 3, 0, 9), RecordBlock(5, 8, 3, 12), RecordBlock(2, 3, 1, 2), RecordBlock(0, 12, 0, 12)):
+        calls.clear()
+        np.testing.assert_array_equal(remote.read_block(block), local.read_block(block))
+        shards = {(ri, rj // 4) for ri, rj in block.records()}
+        assert len(calls) <= 2 * len(shards), (block, len(calls), len(shards))  # (and each shard's index, once)
+    index = local._read_shard_index("points", 5, 1, "points/c/5/1/0")
+    offset = int(index[2][0])  # record (5, 6): bytes inside shard (5, 1)
+    key = "sharded/sharded.zarr/points/c/5/1/0"
+    import obstore
+
+    store = objects._bucket(BUCKET)
+    raw = bytearray(bytes(obstore.get(store, key).bytes()))
+    raw[offset + 10] ^= 0xFF
+    obstore.put(store, key, bytes(raw))
+    fresh = open_table(url)
+    with pytest.raises(RecordCorrupt, match=r"\(5, 6\)"):
+        fresh.read_block(RecordBlock(4, 7, 4, 8))
