@@ -6,12 +6,12 @@ default 3163 x 3163, about 10^7, 1.1 GB; records of 9 x 9 points 0.3 mm x 0.6 mm
 1.9 m) and the sample ``ball_rolling`` (poles across the travel) and ``ball_333``. Runs, each a
 ``simclient run bouncing-ball --json`` process:
 
-- ``rolling``: ``ball_rolling`` dropped 0.5 mm onto the terrain at 1 m/s with friction 0.3
-  (Hunt-Crossley, restitution 0.5): it settles within 0.05 s and rolls at 5/7 m/s, its contact
-  point travelling round the ball and along the terrain (about 120 ball and 80 terrain window moves,
-  many of them back and forth while the bounces' events are located);
-- ``sliding``: ``ball_333`` at 2 m/s without friction, the same drop: about 40 moves of the
-  terrain's window, 4-5 records each, and none of the ball's.
+- ``rolling``: ``ball_rolling`` set down on the terrain (1 um above it) at 1 m/s with friction 0.3
+  (Hunt-Crossley, restitution 0.5): it slips, then rolls at 5/7 m/s, its contact point travelling
+  round the ball and along the terrain (about 80 ball and 20 terrain window moves, the ball's
+  back and forth about each record border it crosses);
+- ``sliding``: ``ball_333`` set down the same way at 2 m/s without friction: about 40 moves of the
+  terrain's window, 4-5 records each, one every few milliseconds, and none of the ball's.
 
 Each from (a) the table folder (the baseline, as a user runs there: no fetching ahead), (b) a
 store serving that folder and (c) the tables uploaded to a local S3 API (moto), both with
@@ -48,7 +48,7 @@ CASES: dict[str, list[str]] = {
     "rolling": ["--ball", "ball_rolling", "--friction", "0.3", "--vx", "1.0"],
     "sliding": ["--ball", "ball_333", "--vx", "2.0"],
 }
-_COMMON = ["--gap", "0.0005", "--law", "hunt-crossley", "--cr", "0.5", "--json"]
+_COMMON = ["--gap", "1e-6", "--law", "hunt-crossley", "--cr", "0.5", "--json"]
 #: the summary's values that are results (compared to the last bit), not measurements of the run
 _RESULTS = ("impacts", "impact_times_s", "impact_velocities_m_s", "separation_velocities_m_s", "max_indentation_m",
             "contact_durations_s", "rolling", "energy_drift", "steps", "rhs_evaluations")

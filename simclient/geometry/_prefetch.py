@@ -3,10 +3,12 @@
 A window with ``prefetch`` keeps, besides its own records, a :class:`RecordSupply`: the strips of
 records it fetched lately (a window moved back, as an integrator's rejected step or an event's
 location does, finds them there) and fetches running ahead of it. After each move the supply
-takes the window's travel from its last moves (the net displacement of the last ``history``
-moves and their pace) and requests the strips of the windows that travel reaches within the
-measured fetch time, at least one move and at most ``max_moves`` moves ahead, several at once (a
-distant source's requests overlap their round trips), nearest first. Memory is bounded: strips
+takes the window's velocity from its last moves (the net displacement of the last ``history``
+moves over their time, less the time waited for fetches; moves back and forth about one place
+are no travel) and requests the
+strips of the windows that velocity reaches within twice the measured fetch time, and one record
+more (at most ``max_ahead`` records, and half of what it keeps), several at once (a distant source's requests overlap their
+round trips), nearest first. Memory is bounded: strips
 fetched ahead that leave the corridor are dropped, and the least recently used of the others
 go once they hold more than ``keep_mb`` (MB; at least four windows' worth of records).
 """
@@ -32,9 +34,9 @@ class RecordSupply:
     ``read(block)`` (a block of records -> its points) in ``workers`` threads."""
 
     def __init__(self, header: Header, extent: tuple[int, int], read: Callable[[RecordBlock], np.ndarray],
-                 name: str, workers: int = 4, max_moves: int = 8, history: int = 6, keep_mb: float = 16.0) -> None:
+                 name: str, workers: int = 4, max_ahead: int = 32, history: int = 6, keep_mb: float = 8.0) -> None:
         self.header, self.extent, self._read = header, extent, read
-        self.max_moves, self.history = max_moves, history
+        self.max_ahead, self.history = max_ahead, history
         record_bytes = header.u_pts * header.v_pts * NFIELDS * 8
         self.keep = max(int(keep_mb * 1e6 / record_bytes), 4 * extent[0] * extent[1])  # (records)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix=f"prefetch-{name}")
@@ -42,19 +44,23 @@ class RecordSupply:
         self._lock = threading.Lock()
         self.requests = 0  # fetches ahead started
         self.fetch_s: float | None = None  # a fetch's duration, smoothed (s)
-        self.moves_ahead = 1  # last chosen
-        self._moves: list[tuple[float, RecordBlock]] = []
+        self.ahead = 1  # records ahead, last chosen
+        self._moves: list[tuple[float, RecordBlock]] = []  # (time less the waits, placement)
 
     def _fetch(self, s: RecordBlock) -> np.ndarray:
         t = time.perf_counter()
         data = self._read(s)
-        dt = time.perf_counter() - t
-        with self._lock:
-            self.fetch_s = dt if self.fetch_s is None else 0.7 * self.fetch_s + 0.3 * dt
+        self._timed(time.perf_counter() - t)
         return data
 
-    def remember(self, s: RecordBlock, data: np.ndarray) -> None:
-        """Strip ``s`` read by the window itself: held for a later move back."""
+    def _timed(self, seconds: float) -> None:
+        """Learn from one fetch's duration (s)."""
+        with self._lock:
+            self.fetch_s = seconds if self.fetch_s is None else 0.7 * self.fetch_s + 0.3 * seconds
+
+    def remember(self, s: RecordBlock, data: np.ndarray, seconds: float) -> None:
+        """Strip ``s`` read by the window itself in ``seconds``: held for a later move back."""
+        self._timed(seconds)
         fut: Future[np.ndarray] = Future()
         fut.set_result(data)
         self._held[s] = fut
@@ -122,24 +128,28 @@ class RecordSupply:
                 rj = end
         return parts
 
-    def moved(self, new: RecordBlock) -> None:
-        """After the window moved to ``new``: request the strips of the travel ahead."""
-        now = time.perf_counter()
+    def moved(self, new: RecordBlock, waited_s: float) -> None:
+        """After the window moved to ``new``, having waited ``waited_s`` (s) for fetches in all so
+        far: request the strips of the travel ahead."""
+        now = time.perf_counter() - waited_s  # (the window's pace when nothing is waited for)
         self._moves = [*self._moves[-self.history:], (now, new)]
-        (t0, first), n = self._moves[0], len(self._moves) - 1
+        t0, first = self._moves[0]
         di = ((new.ri0 + new.ri1) - (first.ri0 + first.ri1)) / 2
         dj = ((new.rj0 + new.rj1) - (first.rj0 + first.rj1)) / 2
-        if n == 0 or (abs(di) < 1 and abs(dj) < 1):
+        if abs(di) < 1 and abs(dj) < 1:
             return  # no travel to follow (back and forth about one place)
-        per_move = (now - t0) / n
-        ahead = math.ceil(self.fetch_s / per_move) if self.fetch_s is not None and per_move > 0 else 1
-        self.moves_ahead = min(max(ahead, 1), self.max_moves)
+        # records ahead: as far as the window travels, at its recent speed, in twice the time a
+        # fetch takes, and one more; along its recent direction, a record at a time
+        speed = max(abs(di), abs(dj)) / max(now - t0, 1e-6)  # records per second
+        lead_s = 2 * self.fetch_s if self.fetch_s is not None else 0.0
+        records = max(abs(di), abs(dj))
         h, (wu, wv) = self.header, self.extent
+        self.ahead = min(math.ceil(speed * lead_s) + 1, self.max_ahead, max(self.keep // (2 * max(wu, wv)), 1))
         ci, cj = (new.ri0 + new.ri1 - 1) // 2, (new.rj0 + new.rj1 - 1) // 2
         wanted, prev = [], new
-        for k in range(1, self.moves_ahead + 1):  # the next moves, each the mean of the last ones
-            ri = min(max(ci + round(k * di / n), 0), h.n_rec_u - 1)
-            rj = cj + round(k * dj / n)
+        for k in range(1, self.ahead + 1):
+            ri = min(max(ci + round(k * di / records), 0), h.n_rec_u - 1)
+            rj = cj + round(k * dj / records)
             nxt = window_block(h, ri, rj if h.periodic_v else min(max(rj, 0), h.n_rec_v - 1), wu, wv)
             wanted += new_strips(prev, nxt)
             prev = nxt
@@ -147,9 +157,7 @@ class RecordSupply:
                                max(new.rj1, prev.rj1))
         for b in [b for b, f in self._held.items() if not f.done() and not _overlaps(b, corridor)]:
             self._held.pop(b).cancel()  # (the window went another way)
-        for s in wanted:
-            if any(_contains(b, s) for b in self._held):
-                continue
+        for s in _runs([s for s in wanted if not any(_contains(b, s) for b in self._held)]):
             self._held[s] = self._pool.submit(self._fetch, s)
             self.requests += 1
         self._evict()
@@ -169,6 +177,25 @@ def cut(h: Header, block: RecordBlock, data: np.ndarray, piece: RecordBlock) -> 
     i0, _, j0, _ = h.block_points(block)
     p0, p1, q0, q1 = h.block_points(piece)
     return data[p0 - i0:p1 - i0, q0 - j0:q1 - j0]
+
+
+def _runs(strips: list[RecordBlock], most: int = 8) -> list[RecordBlock]:
+    """Consecutive strips that continue one another (the same records across, the next ones
+    along) joined, up to ``most`` strips a block: one request for several records of travel (a
+    fast window needs more strips per second than one request each could bring)."""
+    out: list[RecordBlock] = []
+    count = 0
+    for s in strips:
+        b = out[-1] if out else None
+        if b is not None and count < most and (
+                (b.rj0, b.rj1) == (s.rj0, s.rj1) and b.ri1 == s.ri0 or (b.ri0, b.ri1) == (s.ri0, s.ri1) and b.rj1 == s.rj0
+                or (b.rj0, b.rj1) == (s.rj0, s.rj1) and s.ri1 == b.ri0 or (b.ri0, b.ri1) == (s.ri0, s.ri1) and s.rj1 == b.rj0):
+            out[-1] = RecordBlock(min(b.ri0, s.ri0), max(b.ri1, s.ri1), min(b.rj0, s.rj0), max(b.rj1, s.rj1))
+            count += 1
+        else:
+            out.append(s)
+            count = 1
+    return out
 
 
 def _contains(outer: RecordBlock, inner: RecordBlock) -> bool:

@@ -70,7 +70,7 @@ class StorageWindow:
         ahead of the window's travel in background threads, as far ahead as the source's
         measured fetch time needs at the window's measured pace
         (:class:`simclient.geometry._prefetch.RecordSupply`). ``stats`` then counts
-        ``prefetch_requests``, ``moves_ahead`` (last chosen), ``hidden`` (moves served
+        ``prefetch_requests``, ``records_ahead`` (last chosen), ``hidden`` (moves served
         entirely from strips held, none of them still being fetched) and ``stalls`` (moves that
         read, or waited for, at least one strip).
     """
@@ -225,8 +225,9 @@ class StorageWindow:
             if missing:  # one read for all, with a margin (see RecordSupply.around)
                 waited = True
                 block = self._supply.around(missing)
+                t = time.perf_counter()
                 read = self._fetch(block, new)
-                self._supply.remember(block, read)
+                self._supply.remember(block, read, time.perf_counter() - t)
                 pieces = [(s, cut(h, block, read, s) if data is None else data) for s, data in pieces]
         for s, data in pieces:
             if data is None:
@@ -240,7 +241,7 @@ class StorageWindow:
         if old is not None and self._supply is not None:
             self.stalls += waited
             self.hidden += not waited
-            self._supply.moved(new)
+            self._supply.moved(new, self.wait_s)
         i0, i1, j0, j1 = h.block_points(new)
         self.ip[[L.IP_I_LO, L.IP_I_HI, L.IP_J_LO, L.IP_J_HI]] = (i0, i1, j0, j1)
         self.block = new
@@ -333,7 +334,7 @@ class StorageWindow:
                "bytes_fetched": self.bytes_fetched, "requests": self.requests, "wait_s": self.wait_s,
                "extent": list(self.extent)}
         if self._supply is not None:
-            out.update(prefetch_requests=self._supply.requests, moves_ahead=self._supply.moves_ahead,
+            out.update(prefetch_requests=self._supply.requests, records_ahead=self._supply.ahead,
                        hidden=self.hidden, stalls=self.stalls)
         return out
 
