@@ -19,7 +19,7 @@ store serving that folder and (c) the tables uploaded to a local S3 API (moto), 
 every request (a TCP proxy on loopback: what the client waits for is a real socket's, not a
 simulated one). Rows: the run's wall time (set-up and integration: the process's start is the same
 everywhere), the time it waited for windows, window moves, the moves that stalled on a fetch (all
-of them without prefetch), requests (fetches ahead included) and the bytes the windows took in, the
+of them without prefetch), requests and bytes read (fetches ahead included), the
 client's peak RSS, and the ratio of the wall time to the folder's. Every run's results (impacts,
 indentations, velocities, steps) are compared with the folder's to the last bit.
 """
@@ -90,7 +90,7 @@ def _row(runs: list[dict[str, Any]], local: dict[str, Any] | None) -> dict[str, 
            "updates": sum(w["updates"] for w in windows.values()),
            "stalls": sum(w.get("stalls", w["updates"]) for w in windows.values()),
            "requests": sum(w["requests"] + w.get("prefetch_requests", 0) for w in windows.values()),
-           "bytes": sum(w["bytes_fetched"] for w in windows.values()),
+           "bytes": sum(w["bytes_read"] + w.get("prefetch_bytes", 0) for w in windows.values()),
            "peak_rss_MB": max(r["peak_rss_MB"] for r in runs)}
     if local is not None:
         row["ratio"] = wall / local["wall_s"]

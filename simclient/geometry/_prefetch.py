@@ -43,6 +43,7 @@ class RecordSupply:
         self._held: OrderedDict[RecordBlock, Future[np.ndarray]] = OrderedDict()
         self._lock = threading.Lock()
         self.requests = 0  # fetches ahead started
+        self.bytes = 0  # the bytes they read
         self.fetch_s: float | None = None  # a fetch's duration, smoothed (s)
         self.ahead = 1  # records ahead, last chosen
         self._moves: list[tuple[float, RecordBlock]] = []  # (time less the waits, placement)
@@ -51,6 +52,8 @@ class RecordSupply:
         t = time.perf_counter()
         data = self._read(s)
         self._timed(time.perf_counter() - t)
+        with self._lock:
+            self.bytes += data.nbytes
         return data
 
     def _timed(self, seconds: float) -> None:

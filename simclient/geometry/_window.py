@@ -70,7 +70,7 @@ class StorageWindow:
         ahead of the window's travel in background threads, as far ahead as the source's
         measured fetch time needs at the window's measured pace
         (:class:`simclient.geometry._prefetch.RecordSupply`). ``stats`` then counts
-        ``prefetch_requests``, ``records_ahead`` (last chosen), ``hidden`` (moves served
+        ``prefetch_requests``, ``prefetch_bytes``, ``records_ahead`` (last chosen), ``hidden`` (moves served
         entirely from strips held, none of them still being fetched) and ``stalls`` (moves that
         read, or waited for, at least one strip).
     """
@@ -113,7 +113,8 @@ class StorageWindow:
         self.version = 0  # incremented at every placement
         self.updates = 0  # re-centrings after the first load
         self.records_fetched = 0
-        self.bytes_fetched = 0
+        self.bytes_fetched = 0  # the bytes of the records placed in the window
+        self.bytes_read = 0  # the bytes the window read itself (with prefetch, fetches ahead count theirs)
         self.requests = 0
         self.wait_s = 0.0
         self.moves: list[tuple[float, RecordBlock]] = []  # (wall time, block) of every placement
@@ -263,7 +264,7 @@ class StorageWindow:
         """Read records ``s`` for the placement ``new``, waiting (counted in ``wait_s``)."""
         t = time.perf_counter()
         try:
-            return self._read(s)
+            data = self._read(s)
         except SourceError as exc:
             raise SourceError(f"{self.name}: window update to records [{new.ri0}, {new.ri1}) x "
                               f"[{new.rj0}, {new.rj1}) failed fetching records [{s.ri0}, {s.ri1}) x "
@@ -271,6 +272,8 @@ class StorageWindow:
         finally:
             self.wait_s += time.perf_counter() - t
             self.requests += 1
+        self.bytes_read += data.nbytes
+        return data
 
     def _read(self, s: RecordBlock) -> np.ndarray:
         """The points of records ``s`` from the source; over a periodic table's seam, in two reads
@@ -329,13 +332,15 @@ class StorageWindow:
 
     @property
     def stats(self) -> dict[str, Any]:
-        """``updates``, ``records_fetched``, ``bytes_fetched``, ``requests``, ``wait_s`` (seconds)."""
-        out = {"updates": self.updates, "records_fetched": self.records_fetched,
-               "bytes_fetched": self.bytes_fetched, "requests": self.requests, "wait_s": self.wait_s,
+        """``updates``, ``records_fetched``, ``bytes_fetched`` (placed in the window), ``bytes_read``
+        (read by the window itself), ``requests``, ``wait_s`` (seconds); with prefetch also those
+        of the ``prefetch`` parameter."""
+        out = {"updates": self.updates, "records_fetched": self.records_fetched, "bytes_fetched": self.bytes_fetched,
+               "bytes_read": self.bytes_read, "requests": self.requests, "wait_s": self.wait_s,
                "extent": list(self.extent)}
         if self._supply is not None:
-            out.update(prefetch_requests=self._supply.requests, records_ahead=self._supply.ahead,
-                       hidden=self.hidden, stalls=self.stalls)
+            out.update(prefetch_requests=self._supply.requests, prefetch_bytes=self._supply.bytes,
+                       records_ahead=self._supply.ahead, hidden=self.hidden, stalls=self.stalls)
         return out
 
 

@@ -192,8 +192,8 @@ def test_window_update_rule_and_strips(sample_tables):
     assert w.update(*at(20, 19))
     assert w.block == RecordBlock(19, 22, 18, 21)
     assert (src.requests, src.records_fetched) == (4, 17)
-    assert w.stats == {"updates": 2, "records_fetched": 17, "bytes_fetched": 17 * 9072, "requests": 4,
-                       "wait_s": pytest.approx(w.stats["wait_s"]), "extent": [3, 3]}
+    assert w.stats == {"updates": 2, "records_fetched": 17, "bytes_fetched": 17 * 9072, "bytes_read": 17 * 9072,
+                       "requests": 4, "wait_s": pytest.approx(w.stats["wait_s"]), "extent": [3, 3]}
     # the buffer holds exactly the window's records
     np.testing.assert_array_equal(w.points(), LocalSource(sample_tables / "ground.zarr").read_block(19, 22, 18, 21))
     # at the table's corner the window is shifted inward, and border records there need no update
