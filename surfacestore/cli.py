@@ -2,7 +2,8 @@
 
     surfacestore serve --root DIR [--host 127.0.0.1] [--port 8000] [--workers N] [--cache-mb M]
                        [--max-block-records N] [--max-block-mb M] [--max-header-kb K]
-                       [--header-timeout S] [--limit-concurrency N] [--log-level info]
+                       [--header-timeout S] [--limit-concurrency N] [--client-connections N]
+                       [--log-level info]
 
 Every option can also be given as an environment variable (``SURFACESTORE_ROOT``,
 ``SURFACESTORE_PORT``, ``SURFACESTORE_TOKEN``, ...); options win over the environment.
@@ -32,7 +33,8 @@ def _serve(args: argparse.Namespace) -> int:
                                      cache_mb=args.cache_mb, max_block_records=args.max_block_records,
                                      max_block_mb=args.max_block_mb, token=args.token, log_level=args.log_level,
                                      max_header_kb=args.max_header_kb, header_timeout=args.header_timeout,
-                                     limit_concurrency=args.limit_concurrency)
+                                     limit_concurrency=args.limit_concurrency,
+                                     client_connections=args.client_connections)
     except ValueError as exc:
         print(f"surfacestore: error: {exc}", file=sys.stderr)
         return 2
@@ -81,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--header-timeout", type=float, help="seconds a client may take to send a request's headers [10]")
     s.add_argument("--limit-concurrency", type=int, help="most open connections and running requests per process "
                    "(503 beyond) [512]")
+    s.add_argument("--client-connections", type=int, help="most open connections from one address per process "
+                   "(429 beyond) [64]")
     s.add_argument("--token", help="require 'Authorization: Bearer TOKEN' on every endpoint but health (prefer "
                    "SURFACESTORE_TOKEN: arguments are visible in the process list)")
     s.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])

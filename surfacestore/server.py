@@ -10,14 +10,20 @@ a 300 MB header, or keep thousands of half-sent requests open until file descrip
 - a head not complete ``header_timeout`` seconds after its first byte (or after the connection
   opened) is answered ``408 Request Timeout`` and the connection closed.
 
-Together with uvicorn's ``limit_concurrency`` (503 beyond that many open connections or running
-requests) and ``timeout_keep_alive`` these are the store's connection limits (:class:`Settings`).
+- a connection from an address that already holds ``client_connections`` open ones is answered
+  ``429 Too Many Requests`` and closed at once: a client that floods the store with connections
+  (slow headers that reconnect after each 408, say) holds at most that many, and uvicorn's
+  ``limit_concurrency`` (503 beyond that many open connections or running requests, for all
+  clients together) is never reached by it alone.
+
+Together with ``timeout_keep_alive`` these are the store's connection limits (:class:`Settings`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 import os
 import resource
 from typing import Any
@@ -39,23 +45,41 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     max_header_bytes = 16 * 1024
     header_timeout = 10.0
+    client_connections = 64
+    _open: Counter[str] = Counter()  # open connections by client address (one event loop per process)
 
     @classmethod
     def configure(cls, settings: Settings) -> None:
         cls.max_header_bytes = int(settings.max_header_kb * 1024)
         cls.header_timeout = float(settings.header_timeout)
+        cls.client_connections = int(settings.client_connections)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._in_head = True
         self._head_bytes = 0
-        self._head_timer: asyncio.TimerHandle | None = self.loop.call_later(self.header_timeout, self._head_late)
+        self._head_timer: asyncio.TimerHandle | None = None
+        peer = transport.get_extra_info("peername")
+        self._client: str | None = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        if self._open[self._client] >= self.client_connections:
+            self._client = None  # (not counted)
+            self._refuse(429, "Too Many Requests", "too_many_connections",
+                         f"more than {self.client_connections} open connections from one address")
+            return
+        self._open[self._client] += 1
+        self._head_timer = self.loop.call_later(self.header_timeout, self._head_late)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head_timer()
+        if self._client is not None:
+            self._open[self._client] -= 1
+            if self._open[self._client] <= 0:
+                del self._open[self._client]
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self.transport.is_closing():
+            return  # (refused: what the client still sends is not read)
         if self._in_head:
             self._head_bytes += len(data)
             if self._head_bytes > self.max_header_bytes:

@@ -28,8 +28,10 @@ class Settings:
     through the FastAPI routes, for comparison). Connection limits (per process): max_header_kb,
     the most KiB of request line and headers (431 beyond); header_timeout, the seconds a client may
     take to send them (408, then the connection is closed); limit_concurrency, the most open
-    connections and running requests (503 beyond, served at once); timeout_keep_alive, the seconds
-    an idle keep-alive connection stays open.
+    connections and running requests (503 beyond, served at once); client_connections, the most
+    open connections from one address (beyond, a new one is answered 429 and closed at once, so a
+    client flooding the store with connections cannot take the others' share); timeout_keep_alive,
+    the seconds an idle keep-alive connection stays open.
     """
 
     root: Path | str = Path("tables")
@@ -45,12 +47,13 @@ class Settings:
     max_header_kb: float = 16.0
     header_timeout: float = 10.0
     limit_concurrency: int = 512
+    client_connections: int = 64
     timeout_keep_alive: float = 5.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.port <= 65535:
             raise ValueError(f"port must be 1 to 65535, got {self.port}")
-        for key in ("workers", "max_block_records", "limit_concurrency"):
+        for key in ("workers", "max_block_records", "limit_concurrency", "client_connections"):
             if getattr(self, key) < 1:
                 raise ValueError(f"{key} must be positive, got {getattr(self, key)}")
         for key in ("cache_mb", "max_block_mb", "max_header_kb", "header_timeout", "timeout_keep_alive"):
@@ -88,7 +91,7 @@ def parse_root(raw: str) -> Path | str:
 def _convert(name: str, raw: str) -> Any:
     if name == "root":
         return parse_root(raw)
-    if name in ("port", "workers", "max_block_records", "limit_concurrency"):
+    if name in ("port", "workers", "max_block_records", "limit_concurrency", "client_connections"):
         return int(raw)
     if name in ("cache_mb", "max_block_mb", "max_header_kb", "header_timeout", "timeout_keep_alive"):
         return float(raw)

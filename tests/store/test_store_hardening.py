@@ -220,6 +220,62 @@ def test_f5_f6_header_size_time_and_concurrency_limits(sample_tables):
         store.stop()
 
 
+@pytest.mark.slow
+def test_a_slow_header_flood_from_one_address_leaves_the_others_served(sample_tables):
+    """520 connections from 127.0.0.2 that send half a request line and reconnect whenever closed
+    (after their 408, or the 429 of one too many), for 4 s: every request from 127.0.0.1 meanwhile,
+    each on a new connection, is served (without the per-address cap the flood holds every
+    connection the store allows, and they get 503); the store holds at most its cap of the flood's."""
+    import selectors
+
+    store = StoreProcess(sample_tables, "--header-timeout", "1", "--client-connections", "32")
+    stop, held = threading.Event(), []
+
+    def flood() -> None:
+        sel = selectors.DefaultSelector()
+
+        def connect() -> None:
+            try:
+                s = socket.socket()
+                s.bind(("127.0.0.2", 0))
+                s.connect(("127.0.0.1", store.port))
+                s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n")
+                s.setblocking(False)
+                sel.register(s, selectors.EVENT_READ)
+            except OSError:
+                pass
+        for _ in range(520):
+            connect()
+        while not stop.is_set():
+            for key, _ in sel.select(timeout=0.05):
+                sel.unregister(key.fileobj)
+                key.fileobj.close()  # (answered 408 or 429: gone, and back at once)
+                connect()
+        for key in list(sel.get_map().values()):
+            key.fileobj.close()
+
+    try:
+        proc = psutil.Process(store.proc.pid)
+        flooder = threading.Thread(target=flood)
+        flooder.start()
+        time.sleep(1.0)
+        codes, waits = [], []
+        t_end = time.perf_counter() + 3
+        while time.perf_counter() < t_end:
+            t0 = time.perf_counter()
+            codes.append(httpx.get(store.url + "/v1/surfaces/ground/records/1/1", timeout=10).status_code)
+            waits.append(time.perf_counter() - t0)
+            held.append(sum(1 for c in proc.net_connections() if c.raddr and c.raddr.ip == "127.0.0.2"))
+        stop.set()
+        flooder.join(10)
+        assert codes and set(codes) == {200}, sorted(set(codes))
+        assert len(codes) >= 10 and max(held) <= 32 + 4, (len(codes), max(held))  # (+ closing ones)
+        print(f"healthy requests during the flood: {len(codes)}, p99 {np.percentile(waits, 99) * 1e3:.1f} ms")
+    finally:
+        stop.set()
+        store.stop()
+
+
 # -- F7: CLI input errors are clear errors, and a killed build leaves nothing behind for long -----------
 
 def test_f7_preprocess_bad_inputs(tmp_path):
