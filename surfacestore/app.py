@@ -35,9 +35,9 @@ import logging
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl
 
 import numpy as np
@@ -62,7 +62,7 @@ from surfacestore.errors import (
     TableNotFound,
     UnknownField,
 )
-from surfacestore.format import NFIELDS, TABLE_SUFFIX, RecordBlock, Table, window_block
+from surfacestore.format import NFIELDS, TABLE_SUFFIX, Header, RecordBlock, Table, window_block
 from surfacestore.settings import Settings
 
 __all__ = ["create_app", "npy_bytes", "parse_index", "ErrorBody"]
@@ -76,6 +76,10 @@ RESULT_PATH_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}(/[A-Za-z0-9_-][A-Za-
 #: bodies larger than this are assembled and encoded in the thread pool, at most LARGE_AT_ONCE at a time
 LARGE_BODY = 2**20
 LARGE_AT_ONCE = 4
+#: large data bodies held at once, built or being sent (in pieces, each once the last is read): a client
+#: that does not read holds one, never more, until the write timeout closes it (surfacestore.server)
+LARGE_IN_FLIGHT = 16
+Deliver = Callable[[int, dict[str, str], bytes], Awaitable[None]]  # deliver(status, headers, body)
 
 
 @functools.lru_cache(maxsize=256)
@@ -190,6 +194,7 @@ class _Store:
         self.roots = tuple(sorted({str(self.catalog.root) + os.sep, str(settings.root) + os.sep}, key=len,
                                   reverse=True))
         self._large: asyncio.Semaphore | None = None
+        self._in_flight: asyncio.Semaphore | None = None
 
     def check_token(self, authorization: str | None) -> None:
         """``Authorization: Bearer TOKEN`` (the scheme in any case), compared in constant time."""
@@ -206,14 +211,21 @@ class _Store:
             self._large = asyncio.Semaphore(LARGE_AT_ONCE)
         return self._large
 
+    def in_flight(self) -> asyncio.Semaphore:
+        if self._in_flight is None:  # created on the serving loop
+            self._in_flight = asyncio.Semaphore(LARGE_IN_FLIGHT)
+        return self._in_flight
+
     async def serve_data(self, name: str, kind: str, query: Mapping[str, str], path_ri: str | None,
-                         path_rj: str | None, if_none_match: str | None,
-                         authorization: str | None) -> tuple[int, dict[str, str], bytes]:
-        """The record, block and window endpoints: ``(status, headers, body)``.
+                         path_rj: str | None, if_none_match: str | None, authorization: str | None,
+                         deliver: Deliver | None = None) -> tuple[int, dict[str, str], bytes] | None:
+        """The record, block and window endpoints: ``(status, headers, body)``, or None where a
+        large body was handed to ``deliver`` (which sends it).
 
         Small blocks whose records are cached are served on the event loop; anything that needs
         disk reads, and any body over :data:`LARGE_BODY`, is built in the thread pool (at most
-        :data:`LARGE_AT_ONCE` large ones at a time, which bounds the memory they take).
+        :data:`LARGE_AT_ONCE` large ones at a time); with ``deliver``, a large body is also sent
+        while it counts against :data:`LARGE_IN_FLIGHT`, which bounds the memory they take.
         """
         t0 = time.perf_counter()
         self.check_token(authorization)
@@ -255,8 +267,14 @@ class _Store:
             headers["server-timing"] = f"read;dur={(time.perf_counter() - t0) * 1e3:.3f}"
             return 304, headers, b""
         if nbytes > LARGE_BODY:
-            async with self.large():
-                table, body, t1 = await run_in_threadpool(self._build, name, block, array)
+            async with self.in_flight():
+                async with self.large():
+                    table, body, t1 = await run_in_threadpool(self._build, name, block, array)
+                response = self._headers(table, h, etag, headers, t0, t1, body)
+                if deliver is None:
+                    return response
+                await deliver(*response)
+                return None
         else:
             cached = cat.cached_block(table, block, array)
             if cached is None:
@@ -265,7 +283,13 @@ class _Store:
                 data = cached
             t1 = time.perf_counter()
             body = npy_bytes(data)
-        if table.header.digest != h.digest:  # rebuilt meanwhile: the body is the new version's
+        return self._headers(table, h, etag, headers, t0, t1, body)
+
+    @staticmethod
+    def _headers(table: Table, h: Header, etag: str, headers: dict[str, str], t0: float, t1: float,
+                 body: bytes) -> tuple[int, dict[str, str], bytes]:
+        """``headers`` completed for ``body`` from ``table`` (``h`` at the request's start: rebuilt since, the new version's)."""
+        if table.header.digest != h.digest:
             headers["x-table-digest"] = table.header.digest
             headers["etag"] = etag.replace(h.digest.removeprefix("sha256:")[:32],
                                            table.header.digest.removeprefix("sha256:")[:32])
@@ -357,16 +381,28 @@ class DataFastPath:
         name, kind, ri, rj = m.group(1), m.group(2) or "records", m.group(3), m.group(4)
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
         hdrs = {k: v for k, v in scope["headers"] if k in (b"if-none-match", b"authorization")}
+        started = False
+
+        async def deliver(status: int, headers: dict[str, str], body: bytes) -> None:
+            nonlocal started
+            started = True
+            raw = [(k.encode(), v.encode()) for k, v in headers.items()]
+            raw.append((b"content-length", str(len(body)).encode()))
+            await send({"type": "http.response.start", "status": status, "headers": raw})
+            for k in range(0, max(len(body), 1), LARGE_BODY):  # (each piece once the last is read)
+                await send({"type": "http.response.body", "body": body[k:k + LARGE_BODY],
+                            "more_body": k + LARGE_BODY < len(body)})
+
         try:
-            status, headers, body = await self.store.serve_data(
+            response = await self.store.serve_data(
                 name, kind, query, ri, rj, (hdrs.get(b"if-none-match") or b"").decode("latin-1") or None,
-                (hdrs.get(b"authorization") or b"").decode("latin-1") or None)
+                (hdrs.get(b"authorization") or b"").decode("latin-1") or None, deliver)
         except (SurfaceStoreError, _Unauthorized, _BadParameter, ValueError, OSError) as exc:
-            status, headers, body = _error_response(exc, self.store.roots)
-        raw = [(k.encode(), v.encode()) for k, v in headers.items()]
-        raw.append((b"content-length", str(len(body)).encode()))
-        await send({"type": "http.response.start", "status": status, "headers": raw})
-        await send({"type": "http.response.body", "body": body})
+            if started:
+                raise  # (while sending: the connection's, not a response's)
+            response = _error_response(exc, self.store.roots)
+        if response is not None:
+            await deliver(*response)
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -506,9 +542,10 @@ def _data_router(store: _Store, auth: list[Any]) -> APIRouter:
     data_errors: dict[int | str, dict[str, Any]] = {**_NPY_200, **_errors(304, 401, 404, 413, 422, 503)}
 
     async def _data(request: Request, name: str, kind: str) -> Response:
-        return _respond(await store.serve_data(
-            name, kind, request.query_params, request.path_params.get("ri"), request.path_params.get("rj"),
-            request.headers.get("if-none-match"), request.headers.get("authorization")))
+        result = await store.serve_data(name, kind, request.query_params, request.path_params.get("ri"),
+                                        request.path_params.get("rj"), request.headers.get("if-none-match"),
+                                        request.headers.get("authorization"))
+        return _respond(cast(tuple[int, dict[str, str], bytes], result))  # (without a deliver: returned)
 
     @router.get("/v1/surfaces/{name}/records/{ri}/{rj}", responses=data_errors, response_class=Response,
                 openapi_extra=_params_doc("ri", "rj", path=("ri", "rj")))

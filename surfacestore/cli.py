@@ -2,7 +2,7 @@
 
     surfacestore serve --root DIR [--host 127.0.0.1] [--port 8000] [--workers N] [--cache-mb M]
                        [--max-block-records N] [--max-block-mb M] [--max-header-kb K]
-                       [--header-timeout S] [--limit-concurrency N] [--client-connections N]
+                       [--header-timeout S] [--limit-concurrency N] [--client-connections N] [--write-timeout S]
                        [--log-level info]
 
 Every option can also be given as an environment variable (``SURFACESTORE_ROOT``,
@@ -34,7 +34,8 @@ def _serve(args: argparse.Namespace) -> int:
                                      max_block_mb=args.max_block_mb, token=args.token, log_level=args.log_level,
                                      max_header_kb=args.max_header_kb, header_timeout=args.header_timeout,
                                      limit_concurrency=args.limit_concurrency,
-                                     client_connections=args.client_connections)
+                                     client_connections=args.client_connections,
+                                     write_timeout=args.write_timeout)
     except ValueError as exc:
         print(f"surfacestore: error: {exc}", file=sys.stderr)
         return 2
@@ -85,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "(503 beyond) [512]")
     s.add_argument("--client-connections", type=int, help="most open connections from one address per process "
                    "(429 beyond) [64]")
+    s.add_argument("--write-timeout", type=float, help="seconds a client may leave unread what the store sends "
+                   "before its connection is closed [30]")
     s.add_argument("--token", help="require 'Authorization: Bearer TOKEN' on every endpoint but health (prefer "
                    "SURFACESTORE_TOKEN: arguments are visible in the process list)")
     s.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])

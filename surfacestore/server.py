@@ -10,6 +10,10 @@ a 300 MB header, or keep thousands of half-sent requests open until file descrip
 - a head not complete ``header_timeout`` seconds after its first byte (or after the connection
   opened) is answered ``408 Request Timeout`` and the connection closed.
 
+- a connection whose client has not read what the store sends for ``write_timeout`` seconds
+  (the transport's buffer full all that time) is closed and its buffer dropped: a client that
+  does not read cannot hold the memory of its response (with the large bodies' bound of
+  :data:`surfacestore.app.LARGE_IN_FLIGHT`, few can hold one at a time);
 - a connection from an address that already holds ``client_connections`` open ones is answered
   ``429 Too Many Requests`` and closed at once: a client that floods the store with connections
   (slow headers that reconnect after each 408, say) holds at most that many, and uvicorn's
@@ -46,6 +50,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     max_header_bytes = 16 * 1024
     header_timeout = 10.0
     client_connections = 64
+    write_timeout = 30.0
     _open: Counter[str] = Counter()  # open connections by client address (one event loop per process)
 
     @classmethod
@@ -53,12 +58,14 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         cls.max_header_bytes = int(settings.max_header_kb * 1024)
         cls.header_timeout = float(settings.header_timeout)
         cls.client_connections = int(settings.client_connections)
+        cls.write_timeout = float(settings.write_timeout)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._in_head = True
         self._head_bytes = 0
         self._head_timer: asyncio.TimerHandle | None = None
+        self._write_timer: asyncio.TimerHandle | None = None
         peer = transport.get_extra_info("peername")
         self._client: str | None = str(peer[0]) if isinstance(peer, tuple) and peer else ""
         if self._open[self._client] >= self.client_connections:
@@ -69,7 +76,26 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._open[self._client] += 1
         self._head_timer = self.loop.call_later(self.header_timeout, self._head_late)
 
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._write_timer is None:
+            self._write_timer = self.loop.call_later(self.write_timeout, self._not_reading)
+
+    def resume_writing(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+        super().resume_writing()
+
+    def _not_reading(self) -> None:
+        self._write_timer = None
+        if not self.transport.is_closing():
+            self.transport.abort()  # (drops what it holds; connection_lost follows)
+
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
         self._cancel_head_timer()
         if self._client is not None:
             self._open[self._client] -= 1

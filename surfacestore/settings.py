@@ -31,7 +31,8 @@ class Settings:
     connections and running requests (503 beyond, served at once); client_connections, the most
     open connections from one address (beyond, a new one is answered 429 and closed at once, so a
     client flooding the store with connections cannot take the others' share); timeout_keep_alive,
-    the seconds an idle keep-alive connection stays open.
+    the seconds an idle keep-alive connection stays open; write_timeout, the seconds a client may
+    leave unread what the store sends before its connection is closed.
     """
 
     root: Path | str = Path("tables")
@@ -48,6 +49,7 @@ class Settings:
     header_timeout: float = 10.0
     limit_concurrency: int = 512
     client_connections: int = 64
+    write_timeout: float = 30.0
     timeout_keep_alive: float = 5.0
 
     def __post_init__(self) -> None:
@@ -56,7 +58,8 @@ class Settings:
         for key in ("workers", "max_block_records", "limit_concurrency", "client_connections"):
             if getattr(self, key) < 1:
                 raise ValueError(f"{key} must be positive, got {getattr(self, key)}")
-        for key in ("cache_mb", "max_block_mb", "max_header_kb", "header_timeout", "timeout_keep_alive"):
+        for key in ("cache_mb", "max_block_mb", "max_header_kb", "header_timeout", "timeout_keep_alive",
+                    "write_timeout"):
             value = getattr(self, key)
             if not (value >= 0 and value < float("inf")) or (key != "cache_mb" and value == 0):
                 raise ValueError(f"{key} must be a positive number, got {value}")
@@ -93,7 +96,7 @@ def _convert(name: str, raw: str) -> Any:
         return parse_root(raw)
     if name in ("port", "workers", "max_block_records", "limit_concurrency", "client_connections"):
         return int(raw)
-    if name in ("cache_mb", "max_block_mb", "max_header_kb", "header_timeout", "timeout_keep_alive"):
+    if name in ("cache_mb", "max_block_mb", "max_header_kb", "header_timeout", "timeout_keep_alive", "write_timeout"):
         return float(raw)
     if name == "fast_path":
         if raw.lower() not in ("1", "0", "true", "false", "yes", "no"):

@@ -276,6 +276,54 @@ def test_a_slow_header_flood_from_one_address_leaves_the_others_served(sample_ta
         store.stop()
 
 
+@pytest.mark.slow
+def test_clients_that_do_not_read_hold_bounded_memory_and_are_closed_by_the_write_timeout(sample_tables):
+    """60 clients each ask for a 12.4 MB block of the 10^6-point ball and never read: the store
+    holds at most LARGE_IN_FLIGHT such bodies (measured: its memory levels off at 0.36 GB within a
+    second, where without the bound it passes 1 GB in 4 s and keeps growing), small requests are
+    served meanwhile, and the write timeout (3 s here) closes the connections it was sending to."""
+    from surfacestore.app import LARGE_IN_FLIGHT
+
+    store = StoreProcess(sample_tables, "--cache-mb", "0", "--write-timeout", "3")
+    request = b"GET /v1/surfaces/ball/block?ri0=0&ri1=3&rj0=0&rj1=3 HTTP/1.1\r\nHost: x\r\n\r\n"
+    body = 333 * 333 * 14 * 8
+    clients = []
+    try:
+        proc = psutil.Process(store.proc.pid)
+        rss0 = proc.memory_info().rss
+        for _ in range(60):
+            c = socket.socket()
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # (the kernel holds little for it)
+            c.connect(("127.0.0.1", store.port))
+            c.sendall(request)
+            clients.append(c)
+        peak = 0
+        for _ in range(20):
+            time.sleep(0.1)
+            peak = max(peak, proc.memory_info().rss - rss0)
+            assert httpx.get(store.url + "/v1/surfaces/ground/records/1/1", timeout=10).status_code == 200
+        # each body held once, those being built twice (the array and its bytes), and the
+        # allocator's slack: 40 bodies' worth, where the 60 would take 60 to 120
+        assert peak < 40 * body, peak / 1e6
+        assert LARGE_IN_FLIGHT <= 16
+        time.sleep(2.5)  # past the write timeout of the first ones sent to
+        closed = 0
+        for c in clients[:LARGE_IN_FLIGHT]:
+            c.settimeout(5)
+            got = 0
+            try:
+                while chunk := c.recv(1 << 20):
+                    got += len(chunk)
+            except (ConnectionResetError, TimeoutError, socket.timeout):
+                pass
+            closed += got < body
+        assert closed >= LARGE_IN_FLIGHT // 2, closed  # (the store gave up on them: they never got it all)
+    finally:
+        for c in clients:
+            c.close()
+        store.stop()
+
+
 # -- F7: CLI input errors are clear errors, and a killed build leaves nothing behind for long -----------
 
 def test_f7_preprocess_bad_inputs(tmp_path):
