@@ -16,12 +16,12 @@ Binary responses carry::
     Server-Timing    read (records from cache or disk) and encode durations
 
 Errors are JSON ``{"error": ..., "detail": ...}``: 401 missing/wrong token, 404 unknown table or
-key, 405 other methods (with ``Allow``), 408/431/429 a request's headers too slow or too large,
-or too many connections from one address (see :mod:`surfacestore.server`), 413 block larger than the limits, 416 unsatisfiable byte range, 422
-bad or out-of-range parameters, 503 table unreadable (``table_unreadable``: its header;
-``record_corrupt``: a record, missing, truncated, failing its checksum or not a regular file;
-both permanent until the table is rebuilt) or the server busy. Details name tables, never paths
-of the machine.
+key, 405 other methods (with ``Allow``), 408/431/429 a request's headers too slow or too large, or
+too many connections from one address (see :mod:`surfacestore.server`), 413 block larger than the
+limits, 416 unsatisfiable byte range, 422 bad or out-of-range parameters, 503 table unreadable
+(``table_unreadable``: its header; ``record_corrupt``: a record, missing, truncated, failing its
+checksum or not a regular file; both permanent until the table is rebuilt) or the server busy.
+Details name tables, never paths of the machine.
 """
 
 from __future__ import annotations
