@@ -26,7 +26,6 @@ Details name tables, never paths of the machine.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hmac
 import io
@@ -50,6 +49,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from surfacestore import pages
+from surfacestore.bodies import LARGE_BODY, BodyBudget
 from surfacestore.catalog import Catalog, RecordCache
 from surfacestore.errors import (
     BlockTooLarge,
@@ -73,12 +73,6 @@ NPY = "application/x-npy"
 NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$"
 #: a result series' path under the root: names of NAME_PATTERN's characters joined by "/"
 RESULT_PATH_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}(/[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}){0,15}$"
-#: bodies larger than this are assembled and encoded in the thread pool, at most LARGE_AT_ONCE at a time
-LARGE_BODY = 2**20
-LARGE_AT_ONCE = 4
-#: large data bodies held at once, built or being sent (in pieces, each once the last is read): a client
-#: that does not read holds one, never more, until the write timeout closes it (surfacestore.server)
-LARGE_IN_FLIGHT = 16
 Deliver = Callable[[int, dict[str, str], bytes], Awaitable[None]]  # deliver(status, headers, body)
 
 
@@ -193,8 +187,7 @@ class _Store:
         self.max_block_bytes = int(settings.max_block_mb * 2**20)
         self.roots = tuple(sorted({str(self.catalog.root) + os.sep, str(settings.root) + os.sep}, key=len,
                                   reverse=True))
-        self._large: asyncio.Semaphore | None = None
-        self._in_flight: asyncio.Semaphore | None = None
+        self.bodies = BodyBudget()
 
     def check_token(self, authorization: str | None) -> None:
         """``Authorization: Bearer TOKEN`` (the scheme in any case), compared in constant time."""
@@ -206,16 +199,6 @@ class _Store:
             raise _Unauthorized("this store requires 'Authorization: Bearer <token>'" if authorization is None else
                                  "the bearer token was refused")
 
-    def large(self) -> asyncio.Semaphore:
-        if self._large is None:  # created on the serving loop
-            self._large = asyncio.Semaphore(LARGE_AT_ONCE)
-        return self._large
-
-    def in_flight(self) -> asyncio.Semaphore:
-        if self._in_flight is None:  # created on the serving loop
-            self._in_flight = asyncio.Semaphore(LARGE_IN_FLIGHT)
-        return self._in_flight
-
     async def serve_data(self, name: str, kind: str, query: Mapping[str, str], path_ri: str | None,
                          path_rj: str | None, if_none_match: str | None, authorization: str | None,
                          deliver: Deliver | None = None) -> tuple[int, dict[str, str], bytes] | None:
@@ -224,8 +207,7 @@ class _Store:
 
         Small blocks whose records are cached are served on the event loop; anything that needs
         disk reads, and any body over :data:`LARGE_BODY`, is built in the thread pool (at most
-        :data:`LARGE_AT_ONCE` large ones at a time); with ``deliver``, a large body is also sent
-        while it counts against :data:`LARGE_IN_FLIGHT`, which bounds the memory they take.
+        :mod:`surfacestore.bodies`' limits); with ``deliver``, a large body is sent while it is held.
         """
         t0 = time.perf_counter()
         self.check_token(authorization)
@@ -267,8 +249,8 @@ class _Store:
             headers["server-timing"] = f"read;dur={(time.perf_counter() - t0) * 1e3:.3f}"
             return 304, headers, b""
         if nbytes > LARGE_BODY:
-            async with self.in_flight():
-                async with self.large():
+            async with self.bodies.held():
+                async with self.bodies.building():
                     table, body, t1 = await run_in_threadpool(self._build, name, block, array)
                 response = self._headers(table, h, etag, headers, t0, t1, body)
                 if deliver is None:
@@ -621,7 +603,7 @@ def _view_router(store: _Store, auth: list[Any]) -> APIRouter:
                                          description="'points' or an extra per-point field")) -> Response:
         """About ``n`` points a side of the table, every ``su``-th and ``sv``-th point (the last row
         and column included; ``X-Preview-Step: su,sv``): what the browser view draws."""
-        async with store.large():  # (built off the event loop, a few at a time, as large data bodies are)
+        async with store.bodies.building():  # (built off the event loop, a few at a time, as large data bodies are)
             data, (su, sv) = await run_in_threadpool(pages.preview, store.catalog, name, n, array, store.max_block_bytes)
         return Response(npy_bytes(data), media_type=NPY, headers={"x-preview-step": f"{su},{sv}",
                                                                    "cache-control": "no-cache"})
@@ -631,7 +613,7 @@ def _view_router(store: _Store, auth: list[Any]) -> APIRouter:
                                         description="a pressure series (pressure.zarr) under the root")) -> JSONResponse:
         """A pressure-map series written by a scenario (``--out DIR`` under the store's root):
         ``t_s``, and per compartment the element centres and the maps in Pa (null: no element)."""
-        async with store.large():  # (bounded, and built off the event loop, as large data bodies are)
+        async with store.bodies.building():  # (bounded, and built off the event loop, as large data bodies are)
             series = await run_in_threadpool(pages.pressure_series, store.catalog.root, path, store.max_block_bytes)
         return JSONResponse(series)
     return router

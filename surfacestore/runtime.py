@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import sys
 
-__all__ = ["tune_allocator"]
+__all__ = ["tune_allocator", "release_memory"]
 
 
 def tune_allocator(threshold_bytes: int = 256 * 2**20) -> bool:
@@ -24,5 +24,18 @@ def tune_allocator(threshold_bytes: int = 256 * 2**20) -> bool:
         m_trim_threshold, m_mmap_threshold = -1, -3
         return bool(libc.mallopt(m_mmap_threshold, threshold_bytes)) and bool(
             libc.mallopt(m_trim_threshold, 2 * threshold_bytes))
+    except (OSError, AttributeError):
+        return False
+
+
+def release_memory() -> bool:
+    """Hand the memory glibc keeps free (:func:`tune_allocator` lets it keep up to 512 MB per
+    arena) back to the OS (Linux only): the store calls it once no large body is in flight, so
+    that its working size after a burst returns to its cache and start-up size. Returns True when
+    something was released."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
     except (OSError, AttributeError):
         return False

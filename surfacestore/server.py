@@ -13,7 +13,7 @@ a 300 MB header, or keep thousands of half-sent requests open until file descrip
 - a connection whose client has not read what the store sends for ``write_timeout`` seconds
   (the transport's buffer full all that time) is closed and its buffer dropped: a client that
   does not read cannot hold the memory of its response (with the large bodies' bound of
-  :data:`surfacestore.app.LARGE_IN_FLIGHT`, few can hold one at a time);
+  :mod:`surfacestore.bodies`, few can hold one at a time);
 - a connection from an address that already holds ``client_connections`` open ones is answered
   ``429 Too Many Requests`` and closed at once: a client that floods the store with connections
   (slow headers that reconnect after each 408, say) holds at most that many, and uvicorn's

@@ -282,7 +282,7 @@ def test_clients_that_do_not_read_hold_bounded_memory_and_are_closed_by_the_writ
     holds at most LARGE_IN_FLIGHT such bodies (measured: its memory levels off at 0.36 GB within a
     second, where without the bound it passes 1 GB in 4 s and keeps growing), small requests are
     served meanwhile, and the write timeout (3 s here) closes the connections it was sending to."""
-    from surfacestore.app import LARGE_IN_FLIGHT
+    from surfacestore.bodies import LARGE_IN_FLIGHT
 
     store = StoreProcess(sample_tables, "--cache-mb", "0", "--write-timeout", "3")
     request = b"GET /v1/surfaces/ball/block?ri0=0&ri1=3&rj0=0&rj1=3 HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -321,6 +321,35 @@ def test_clients_that_do_not_read_hold_bounded_memory_and_are_closed_by_the_writ
     finally:
         for c in clients:
             c.close()
+        store.stop()
+
+
+@pytest.mark.slow
+def test_after_a_burst_of_large_windows_the_store_is_back_within_its_cache(sample_tables):
+    """120 blocks of 27.6 MB (4 x 5 records of the 10^6-point ball) asked for by 24 clients at once:
+    afterwards the store holds at most its start-up size plus twice its record cache (64 MiB here),
+    where unbounded bodies once left it at several GB."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = StoreProcess(sample_tables, "--cache-mb", "64")
+    try:
+        proc = psutil.Process(store.proc.pid)
+        time.sleep(0.3)
+        rss0 = proc.memory_info().rss
+
+        def one(k: int) -> int:
+            ri, rj = k % 5, (k // 5) % 4
+            r = httpx.get(f"{store.url}/v1/surfaces/ball/block?ri0={ri}&ri1={ri + 4}&rj0={rj}&rj1={rj + 5}",
+                          timeout=120)
+            return r.status_code
+
+        with ThreadPoolExecutor(24) as pool:
+            codes = list(pool.map(one, range(120)))
+        assert set(codes) == {200}
+        time.sleep(1.0)
+        idle = proc.memory_info().rss
+        assert idle - rss0 < 2 * 64 * 2**20 + 16 * 4 * 5 * 111 * 111 * 14 * 8 / 8, (rss0 / 1e6, idle / 1e6)
+    finally:
         store.stop()
 
 
