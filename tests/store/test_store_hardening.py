@@ -599,6 +599,34 @@ def test_a_result_series_declaring_huge_arrays_is_refused_before_it_is_read(tmp_
     assert time.perf_counter() - t0 < 5
 
 
+@pytest.mark.slow
+def test_four_concurrent_requests_for_a_series_declaring_3e8_values_are_refused_at_once(tmp_path):
+    """Four clients at once ask a store process for a series whose metadata declares 3e8 values
+    (2.4 GB): each is answered 413 within a second and the store's memory grows by under 100 MB."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = tmp_path / "root"
+    series = _series(root)
+    meta = series / "medial" / "zarr.json"
+    doc = json.loads(meta.read_text())
+    doc["shape"] = [3_000_000, 10, 10]
+    meta.write_text(json.dumps(doc))
+    with StoreProcess(root) as store:
+        proc = psutil.Process(store.proc.pid)
+        assert httpx.get(f"{store.url}/v1/results?path=run/pressure.zarr", timeout=30).status_code == 413  # (warm)
+        rss0 = proc.memory_info().rss
+
+        def one(_: int) -> tuple[int, float]:
+            t0 = time.perf_counter()
+            r = httpx.get(f"{store.url}/v1/results?path=run/pressure.zarr", timeout=30)
+            return r.status_code, time.perf_counter() - t0
+
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(one, range(4)))
+        assert all(code == 413 and dt < 1.0 for code, dt in answers), answers
+        assert proc.memory_info().rss - rss0 < 100e6
+
+
 def test_a_record_linked_outside_the_root_is_never_served(tmp_path):
     """A chunk file, and a folder of chunks, replaced by links to a copy of the table outside the
     root (the same bytes, so only the link decides): records, blocks and windows answer 503 for
