@@ -60,6 +60,14 @@ def _cases(prefixes: tuple[str, ...]) -> tuple[str, Images]:
     return text, {}
 
 
+def _record(out: list[str], name: str) -> dict[str, Any] | None:
+    """The recorded validation result ``name``, or None with the page saying it was not measured."""
+    record = load("validation", name)
+    if record is None:
+        out.append(missing("validation", name))
+    return record
+
+
 def _compartments(measured: dict[str, Any], reported: dict[str, Any], label: str) -> str:
     rows = []
     for key, name, unit, scale in QUANTITIES:
@@ -76,10 +84,8 @@ def thesis_chapter_6() -> tuple[str, Images]:
            "closed forms are Hertz's indentation and contact time. Section 6.5.2 flexes a 3D knee to 80 deg and "
            "reports the behaviours R25-R28.", ""]
     images: Images = {}
-    ball = load("validation", "bouncing-ball")
-    if ball is None:
-        out.append(missing("validation", "bouncing-ball"))
-    else:
+    ball = _record(out, "bouncing-ball")
+    if ball is not None:
         s = ball["result"]
         a = s["analytic"]
         out += ["## The bouncing ball", "",
@@ -94,10 +100,8 @@ def thesis_chapter_6() -> tuple[str, Images]:
                     ["ground window re-centrings (3 x 9 records)", "(Table 6.3)", s["windows"]["ground"]["updates"]]]),
                 "The indentation exceeds the closed form by gravity's work during the impact, which the closed "
                 "form leaves out.", "", provenance(ball), ""]
-    knee = load("validation", "knee3d")
-    if knee is None:
-        out.append(missing("validation", "knee3d"))
-    else:
+    knee = _record(out, "knee3d")
+    if knee is not None:
         s = knee["result"]
         out += ["## The 3D knee", "",
                 table(["", "thesis", "shown by the run"], [[k, v, s["thesis"][k]] for k, v in THESIS_KNEE3D.items()]),
@@ -126,10 +130,8 @@ def thesis_chapter_5() -> tuple[str, Images]:
            "A femur profile on a tibial plateau profile (piecewise cubics through the thesis' points), four "
            "ligaments, a force pulse; the contact's indentation against the planar Hertz closed forms and the "
            "double-layer law's two regimes (R14).", ""]
-    rec = load("validation", "knee2d")
-    if rec is None:
-        out.append(missing("validation", "knee2d"))
-    else:
+    rec = _record(out, "knee2d")
+    if rec is not None:
         s = rec["result"]
         out += [table(["quantity", "measured"], [
             ["contact periods", len(s["contact_periods"])],
@@ -149,10 +151,8 @@ def bei_fregly() -> tuple[str, Images]:
            "the elastic-foundation closed forms. Both knees read tables fitted to the surfaces of "
            "`../shared/data`.", ""]
     images: Images = {}
-    nat = load("validation", "natural-knee")
-    if nat is None:
-        out.append(missing("validation", "natural-knee"))
-    else:
+    nat = _record(out, "natural-knee")
+    if nat is not None:
         s = nat["result"]
         for strain in ("small", "large"):
             out += [f"## Natural knee, {strain} strain (Table 3)", "",
@@ -160,10 +160,8 @@ def bei_fregly() -> tuple[str, Images]:
         out += ["The relative radii were chosen to give Table 3's small-strain areas (an assumption: the paper's "
                 "femur is an MRI surface); the force split follows from where the load acts.", "",
                 provenance(nat), ""]
-    art = load("validation", "artificial-knee")
-    if art is None:
-        out.append(missing("validation", "artificial-knee"))
-    else:
+    art = _record(out, "artificial-knee")
+    if art is not None:
         s = art["result"]
         out += ["## Artificial knee, linear material (Table 4)", "",
                 _compartments(s["compartments"], TABLE_4_LINEAR, "Table 4"),
@@ -182,10 +180,8 @@ def blankevoort() -> tuple[str, Images]:
            "occurs. The stand-in condyle and plateau geometry is an assumption (the paper's surfaces are "
            "polynomial fits not given in full).", ""]
     images: Images = {}
-    rec = load("validation", "blankevoort")
-    if rec is None:
-        out.append(missing("validation", "blankevoort"))
-    else:
+    rec = _record(out, "blankevoort")
+    if rec is not None:
         s = rec["result"]
         at95, big = s["at_95_deg_internal"], s["largest_stress"]
         out += [table(["quantity", "paper", "measured"], [
@@ -239,10 +235,8 @@ def argatov() -> tuple[str, Images]:
            "Closed forms of thin elastic and viscoelastic layers (incompressible, compressible, bonded) against "
            "the elastic foundation, and a ball dropped on a layer in dynamics (`layer-drop`) against the relaxed "
            "closed form.", ""]
-    rec = load("validation", "layer-drop")
-    if rec is None:
-        out.append(missing("validation", "layer-drop"))
-    else:
+    rec = _record(out, "layer-drop")
+    if rec is not None:
         s = rec["result"]
         c = s["closed_form"]["relaxed"]
         out += ["## A ball on a layer", "", table(["quantity", "closed form", "measured"], [

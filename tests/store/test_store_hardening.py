@@ -563,6 +563,14 @@ def _series(root: Path) -> Path:
     return save_pressure_zarr(root / "run" / "pressure.zarr", np.array([0.0, 0.1, 0.2]), grids, maps, {"frame": "f"})
 
 
+def _series_declaring(root: Path, shape: list[int]) -> None:
+    """:func:`_series` whose medial array's metadata declares ``shape`` (its chunks unchanged)."""
+    meta = _series(root) / "medial" / "zarr.json"
+    doc = json.loads(meta.read_text())
+    doc["shape"] = shape
+    meta.write_text(json.dumps(doc))
+
+
 def test_a_result_series_holding_a_link_is_not_served_and_says_nothing_of_its_target(tmp_path):
     """A chunk linked to a file outside the root (and an array folder linked outside): 404 naming
     the series only; the healthy series is served."""
@@ -588,11 +596,7 @@ def test_a_result_series_declaring_huge_arrays_is_refused_before_it_is_read(tmp_
     """A few hundred bytes of metadata declaring 2e8 values: 413 naming the limit, at once (before,
     such a request allocated what it declared: 15 s and 1.1 GB for 2e7)."""
     root = tmp_path / "root"
-    series = _series(root)
-    meta = series / "medial" / "zarr.json"
-    doc = json.loads(meta.read_text())
-    doc["shape"] = [2_000_000, 10, 10]
-    meta.write_text(json.dumps(doc))
+    _series_declaring(root, [2_000_000, 10, 10])
     t0 = time.perf_counter()
     r = _in_process(root)("/v1/results?path=run/pressure.zarr")
     assert r.status_code == 413 and r.json()["error"] == "block_too_large" and "limit" in r.json()["detail"]
@@ -606,11 +610,7 @@ def test_four_concurrent_requests_for_a_series_declaring_3e8_values_are_refused_
     from concurrent.futures import ThreadPoolExecutor
 
     root = tmp_path / "root"
-    series = _series(root)
-    meta = series / "medial" / "zarr.json"
-    doc = json.loads(meta.read_text())
-    doc["shape"] = [3_000_000, 10, 10]
-    meta.write_text(json.dumps(doc))
+    _series_declaring(root, [3_000_000, 10, 10])
     with StoreProcess(root) as store:
         proc = psutil.Process(store.proc.pid)
         assert httpx.get(f"{store.url}/v1/results?path=run/pressure.zarr", timeout=30).status_code == 413  # (warm)
