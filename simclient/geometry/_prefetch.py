@@ -73,12 +73,12 @@ class RecordSupply:
         """Records ``s`` as pieces with their points from the strips held (``None`` for a piece
         none holds, or whose fetch failed: the caller reads it, and reports a failure), and
         whether that waited for a fetch still running."""
+        h = self.header
         out: list[tuple[RecordBlock, np.ndarray | None]] = []
         waited = False
         for blk, piece in self._cover(s):
             data = None
             if blk is not None:
-                h = self.header
                 fut = self._held[blk]
                 self._held.move_to_end(blk)
                 waited |= not fut.done()

@@ -210,7 +210,6 @@ class StorageWindow:
     def _place(self, new: RecordBlock) -> None:
         old, h = self.block, self.header
         strips = new_strips(old, new)
-        fetched = []
         waited = False
         # fetch everything first: a failing source leaves the window unchanged
         pieces: list[tuple[RecordBlock, np.ndarray | None]] = [(s, None) for s in strips]
@@ -230,11 +229,8 @@ class StorageWindow:
                 read = self._fetch(block, new)
                 self._supply.remember(block, read, time.perf_counter() - t)
                 pieces = [(s, cut(h, block, read, s) if data is None else data) for s, data in pieces]
-        for s, data in pieces:
-            if data is None:
-                waited = True
-                data = self._fetch(s, new)
-            fetched.append((s, data))
+        waited |= any(data is None for _, data in pieces)  # (without a supply: every strip)
+        fetched = [(s, self._fetch(s, new) if data is None else data) for s, data in pieces]
         for s, data in fetched:
             self._store(s, data)
             self.records_fetched += s.n_records
