@@ -67,13 +67,11 @@ def terrain(builder: TableBuilder, folder: Path, side: int) -> str:
     return name
 
 
-def _run(where: Sequence[str], ground: str, case: str, *, t_end: float, x0: float,
+def _run(where: Sequence[str], ground: str, case: str, *, t_end: float, x0: float, prefetch: bool = True,
          env: dict[str, str] | None = None) -> dict[str, Any]:
-    """One run of ``case`` in its own process (fetching ahead but from the folder, the baseline,
-    which reads as a user would run there); its summary."""
-    local = where[0] == "--tables" and "://" not in where[1]
+    """One run of ``case`` in its own process; its summary."""
     cmd = [sys.executable, "-m", "simclient.cli", "run", "bouncing-ball", *where, "--ground", ground, *CASES[case],
-           *_COMMON, "--t-end", str(t_end), "--x0", str(x0), *([] if local else ["--prefetch"])]
+           *_COMMON, "--t-end", str(t_end), "--x0", str(x0), *(["--prefetch"] if prefetch else [])]
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=900)
     if r.returncode != 0:
         raise RuntimeError(f"bench latency: {' '.join(cmd)} failed: {(r.stderr or r.stdout)[-1500:]}")
@@ -130,7 +128,8 @@ def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | Non
     local = {}
     for case in CASES:
         say(f"{case}: from the folder")
-        local[case] = _row([_run(["--tables", str(folder)], ground, case, t_end=t_end, x0=x0) for _ in range(repeats)], None)
+        local[case] = _row([_run(["--tables", str(folder)], ground, case, t_end=t_end, x0=x0, prefetch=False)
+                            for _ in range(repeats)], None)  # (the baseline: as a user runs from a folder)
         out["cases"][case] = {"folder": local[case], "store": {}, "bucket": {}}
     with ExitStack() as stack:
         store = stack.enter_context(StoreProcess(folder))
