@@ -35,7 +35,7 @@ COMMANDS: dict[tuple[str, str], list[str]] = {
     ("benchmarks", "windows"): ["bench", "windows"],
     ("benchmarks", "scenarios"): ["bench", "scenarios"],
     ("benchmarks", "peers"): ["bench", "peers"],
-    ("benchmarks", "latency"): ["bench", "latency", "--quick", "--latency-ms", "0,20,50,100"],
+    ("benchmarks", "latency"): ["bench", "latency", "--larger-side", "10000"],
 }
 
 

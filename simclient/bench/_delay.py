@@ -49,17 +49,27 @@ class DelayProxy:
 
     async def _main(self) -> None:
         self._stop = asyncio.Event()
+        self._clients: set[asyncio.Task[None]] = set()
         server = await asyncio.start_server(self._client, "127.0.0.1", 0)
         self.port = server.sockets[0].getsockname()[1]
         self._ready.set()
         await self._stop.wait()
         server.close()
-        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for t in others:
+        clients = list(self._clients)
+        for t in clients:
             t.cancel()
-        await asyncio.gather(*others, return_exceptions=True)
+        await asyncio.gather(*clients, return_exceptions=True)  # (each closes its connections)
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        me = asyncio.current_task()
+        assert me is not None
+        self._clients.add(me)
+        try:
+            await self._relay(reader, writer)
+        finally:
+            self._clients.discard(me)
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.upstream)
         except OSError:
@@ -97,5 +107,6 @@ class DelayProxy:
         finally:
             for t in tasks:
                 t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             writer.close()
             up_writer.close()

@@ -19,7 +19,9 @@ store serving that folder and (c) the tables uploaded to a local S3 API (moto), 
 every request (a TCP proxy on loopback: what the client waits for is a real socket's, not a
 simulated one). Rows: the run's wall time (set-up and integration: the process's start is the same
 everywhere), the time it waited for windows, window moves, the moves that stalled on a fetch (all
-of them without prefetch), requests and bytes read (fetches ahead included), the
+of them without prefetch; ``stalls_discarded``, "failed", apart: those of an integrator's failed
+trial step, whose detection walked a window off the motion before the step was retried), requests
+and bytes read (fetches ahead included), the
 client's peak RSS, and the ratio of the wall time to the folder's. Every run's results (impacts,
 indentations, velocities, steps) are compared with the folder's to the last bit.
 """
@@ -87,6 +89,7 @@ def _row(runs: list[dict[str, Any]], local: dict[str, Any] | None) -> dict[str, 
     row = {"wall_s": wall, "wait_s": statistics.median(r["window_wait_s"] for r in runs),
            "updates": sum(w["updates"] for w in windows.values()),
            "stalls": sum(w.get("stalls", w["updates"]) for w in windows.values()),
+           "stalls_discarded": sum(w.get("stalls_discarded", 0) for w in windows.values()),
            "requests": sum(w["requests"] + w.get("prefetch_requests", 0) for w in windows.values()),
            "bytes": sum(w["bytes_read"] + w.get("prefetch_bytes", 0) for w in windows.values()),
            "peak_rss_MB": max(r["peak_rss_MB"] for r in runs)}
@@ -101,11 +104,13 @@ def _row(runs: list[dict[str, Any]], local: dict[str, Any] | None) -> dict[str, 
 
 def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | None = None,
         builder: TableBuilder | None = None, latencies_ms: Sequence[float] | None = None,
-        side: int = 3163, t_end: float = 0.4) -> dict[str, Any]:
+        side: int = 3163, t_end: float = 0.4, larger_side: int | None = None) -> dict[str, Any]:
     """The runs of the module's docstring at each latency (ms per request; default 0, 5, 20, 50
     and 100, with ``quick`` 0 and 20); ``side`` the terrain's points per side (3163: 10^7 points),
     ``t_end`` the simulated time (s). The ball starts 0.4 m before the terrain's middle (or 90 % of
-    the way to its edge on a smaller one)."""
+    the way to its edge on a smaller one). With ``larger_side``, the same runs through the store
+    20 ms away over a terrain of that many points a side too (the same spacing, so the same path):
+    the bytes they read, against the first terrain's (``table_size``)."""
     if latencies_ms is None:
         latencies_ms = (0, 20) if quick else (0, 5, 20, 50, 100)
     if builder is None:
@@ -148,7 +153,25 @@ def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | Non
                                                ("bucket", ["--tables", f"s3://{s3.bucket}/latency"], bucket_env)):
                         rows[source][str(ms)] = _row([_run(where, ground, case, t_end=t_end, x0=x0, env=env)
                                                       for _ in range(repeats)], local[case])
+    if larger_side is not None:
+        out["table_size"] = _table_size(builder, folder, ground, larger_side, t_end, x0, say)
     return out
+
+
+def _table_size(builder: TableBuilder, folder: Path, ground: str, side: int, t_end: float, x0: float,
+                say: Callable[[str], None]) -> dict[str, Any]:
+    """Bytes read by each case through the store 20 ms away over ``ground`` and over a terrain of
+    ``side`` points a side (built once), and their ratio: what a run reads follows its path, not its table."""
+    say(f"building the {side} x {side}-point terrain (once)")
+    larger = terrain(builder, folder, side)
+    rows: dict[str, Any] = {"terrain": larger, "points": side * side}
+    with StoreProcess(folder) as store, DelayProxy(store.url, 0.02) as to_store:
+        for case in CASES:
+            say(f"{case}: over both terrains, 20 ms away")
+            got = {g: _row([_run(["--store", to_store.url], g, case, t_end=t_end, x0=x0)], None)["bytes"]
+                   for g in (ground, larger)}
+            rows[case] = {"bytes": got[ground], "bytes_larger": got[larger], "ratio": got[larger] / got[ground]}
+    return rows
 
 
 def report(r: dict[str, Any]) -> str:
@@ -156,16 +179,22 @@ def report(r: dict[str, Any]) -> str:
     lines = [f"runs across a network: terrain {t['name']} ({t['points']:.3g} points, {t['bytes'] / 1e9:.2f} GB); "
              f"median of {r['repeats']}; wall = set-up + integration"]
     head = (f"  {'':8s} {'source':7s} {'ms':>5s} {'wall s':>7s} {'ratio':>6s} {'wait s':>7s} {'moves':>6s} "
-            f"{'stalls':>6s} {'requests':>8s} {'MB':>7s} {'RSS MB':>7s} same")
+            f"{'stalls':>6s} {'failed':>6s} {'requests':>8s} {'MB':>7s} {'RSS MB':>7s} same")
     for case, rows in r["cases"].items():
         lines.append(head)
         f = rows["folder"]
         lines.append(f"  {case:8s} {'folder':7s} {'-':>5s} {f['wall_s']:7.3f} {1:6.2f} {f['wait_s']:7.3f} "
-                     f"{f['updates']:6d} {f['stalls']:6d} {f['requests']:8d} {f['bytes'] / 1e6:7.1f} "
+                     f"{f['updates']:6d} {f['stalls']:6d} {'-':>6s} {f['requests']:8d} {f['bytes'] / 1e6:7.1f} "
                      f"{f['peak_rss_MB']:7.1f}")
         for source in ("store", "bucket"):
             for ms, x in rows[source].items():
                 lines.append(f"  {case:8s} {source:7s} {ms:>5s} {x['wall_s']:7.3f} {x['ratio']:6.2f} {x['wait_s']:7.3f} "
-                             f"{x['updates']:6d} {x['stalls']:6d} {x['requests']:8d} {x['bytes'] / 1e6:7.1f} "
+                             f"{x['updates']:6d} {x['stalls']:6d} {x['stalls_discarded']:6d} {x['requests']:8d} "
+                             f"{x['bytes'] / 1e6:7.1f} "
                              f"{x['peak_rss_MB']:7.1f} {'yes' if x['same_results'] else 'NO'}")
+    if "table_size" in r:
+        z = r["table_size"]
+        lines.append(f"bytes read through the store 20 ms away, {t['points']:.3g} vs {z['points']:.3g} points:")
+        lines += [f"  {case:8s} {z[case]['bytes'] / 1e6:7.2f} MB vs {z[case]['bytes_larger'] / 1e6:7.2f} MB "
+                  f"({z[case]['ratio']:.3f}x)" for case in CASES]
     return "\n".join(lines)

@@ -276,6 +276,16 @@ class ContactPair:
         return (f"{w.name}: u in [{h.u0:.6g}, {h.u1:.6g}], v in [{h.v0:.6g}, {h.v1:.6g}]; past an edge, "
                 "or a closed surface's seam, which only a table built periodic in v wraps")
 
+    def track(self) -> None:
+        """At an accepted state of an integration: tell windows that fetch ahead where the last
+        converged contact point is (:meth:`StorageWindow.track`); nothing for windows that do not."""
+        wi, wj = self.wi, self.wj
+        if wi.prefetch or wj.prefetch:
+            x = self.work[L.PAIR_X:L.PAIR_X + 4]
+            if x[0] == x[0]:  # (not NaN: a point converged)
+                wi.track(x[0], x[1])
+                wj.track(x[2], x[3])
+
     def forget(self) -> None:
         """Start :meth:`follow`'s rates afresh (the contact closed, or the bodies moved apart)."""
         self._followed = None

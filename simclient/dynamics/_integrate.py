@@ -314,6 +314,7 @@ class _Run:
         for c in self.followed:
             if c.active:
                 c.pair.forget()  # (in contact, its windows follow the force's detections)
+                c.pair.track()
                 continue
             gap = self.broad_gap(c) if self.broad_gap is not None else None
             if gap is not None and gap > FOLLOW_MARGIN:
@@ -325,6 +326,7 @@ class _Run:
                     return (*system.surface_pose(c.i, FOLLOW_PROBE_TIME), *system.surface_pose(c.j, FOLLOW_PROBE_TIME),
                             FOLLOW_PROBE_TIME)
                 limit = min(limit, c.pair.follow(*system.surface_pose(c.i), *system.surface_pose(c.j), tt, ahead) / 2)
+                c.pair.track()
         return limit
 
     def report(self, tt: float) -> None:

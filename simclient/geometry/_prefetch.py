@@ -2,15 +2,18 @@
 
 A window with ``prefetch`` keeps, besides its own records, a :class:`RecordSupply`: the strips of
 records it fetched lately (a window moved back, as an integrator's rejected step or an event's
-location does, finds them there) and fetches running ahead of it. After each move the supply
-takes the window's velocity from its last moves (the net displacement of the last ``history``
-moves over their time, less the time waited for fetches; moves back and forth about one place
-are no travel) and requests the
-strips of the windows that velocity reaches within twice the measured fetch time, and one record
-more (at most ``max_ahead`` records, and half of what it keeps), several at once (a distant source's requests overlap their
-round trips), nearest first. Memory is bounded: strips
-fetched ahead that leave the corridor are dropped, and the least recently used of the others
-go once they hold more than ``keep_mb`` (MB; at least four windows' worth of records).
+location does, finds them there; over a table periodic in v, a turn later too) and fetches running
+ahead of it. The supply follows the contact point: the window tells it where the point is at every
+accepted state of an integration (:meth:`RecordSupply.track`) and at every move. From the last
+``history`` positions (the net displacement over the wall time between them, less the time waited
+for fetches: moves back and forth about one place are no travel) it takes the point's pace in
+records per second, and requests the strips of the windows that pace reaches within twice the
+measured fetch time, and one record more (at most ``max_ahead`` records, and half of what it keeps),
+several at once (a distant source's requests overlap their round trips), nearest first; it does
+so at every move, and between moves as soon as the pace is known or calls for more (so the first
+move after the first window finds its records too). Memory is bounded: strips fetched ahead that
+leave the corridor are dropped, and the least recently used of the others go once they hold more
+than ``keep_mb`` (MB; at least four windows' worth of records).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -28,25 +31,36 @@ from surfacestore.format import NFIELDS, Header, RecordBlock, window_block
 
 __all__ = ["RecordSupply", "new_strips", "cut"]
 
+#: the shortest wall time (s) between two positions kept for the pace (more often is noise and cost)
+SAMPLE_EVERY = 0.005
+#: the bytes of records fetched ahead however slow the travel (one round trip's worth; at most
+#: ``max_ahead`` records)
+AHEAD_BYTES = 1e6
+
 
 class RecordSupply:
     """Strips of records for a window of ``extent`` over a table of ``header``, read by
     ``read(block)`` (a block of records -> its points) in ``workers`` threads."""
 
     def __init__(self, header: Header, extent: tuple[int, int], read: Callable[[RecordBlock], np.ndarray],
-                 name: str, workers: int = 4, max_ahead: int = 32, history: int = 6, keep_mb: float = 8.0) -> None:
+                 name: str, workers: int = 4, max_ahead: int = 32, history: int = 16, keep_mb: float = 8.0) -> None:
         self.header, self.extent, self._read = header, extent, read
-        self.max_ahead, self.history = max_ahead, history
-        record_bytes = header.u_pts * header.v_pts * NFIELDS * 8
-        self.keep = max(int(keep_mb * 1e6 / record_bytes), 4 * extent[0] * extent[1])  # (records)
+        self.max_ahead = max_ahead
+        self.record_bytes = header.u_pts * header.v_pts * NFIELDS * 8
+        self.keep = max(int(keep_mb * 1e6 / self.record_bytes), 4 * extent[0] * extent[1])  # (records)
+        self._period = header.n_rec_v if header.periodic_v else 0
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix=f"prefetch-{name}")
         self._held: OrderedDict[RecordBlock, Future[np.ndarray]] = OrderedDict()
         self._lock = threading.Lock()
         self.requests = 0  # fetches ahead started
         self.bytes = 0  # the bytes they read
         self.fetch_s: float | None = None  # a fetch's duration, smoothed (s)
-        self.ahead = 1  # records ahead, last chosen
-        self._moves: list[tuple[float, RecordBlock]] = []  # (time less the waits, placement)
+        self.ahead = 0  # records ahead, last chosen
+        # the contact point's positions: (wall time less the waits (s), record coordinates in u and v)
+        self._track: deque[tuple[float, float, float]] = deque(maxlen=history)
+        self._planned: tuple[RecordBlock | None, int] = (None, 0)  # (placement, records ahead) requested
+
+    # -- fetching --------------------------------------------------------------------------------
 
     def _fetch(self, s: RecordBlock) -> np.ndarray:
         t = time.perf_counter()
@@ -69,14 +83,15 @@ class RecordSupply:
         self._held[s] = fut
         self._evict()
 
+    # -- serving a move --------------------------------------------------------------------------
+
     def take(self, s: RecordBlock) -> tuple[list[tuple[RecordBlock, np.ndarray | None]], bool]:
         """Records ``s`` as pieces with their points from the strips held (``None`` for a piece
         none holds, or whose fetch failed: the caller reads it, and reports a failure), and
         whether that waited for a fetch still running."""
-        h = self.header
         out: list[tuple[RecordBlock, np.ndarray | None]] = []
         waited = False
-        for blk, piece in self._cover(s):
+        for blk, piece, lag in self._cover(s):
             data = None
             if blk is not None:
                 fut = self._held[blk]
@@ -87,7 +102,7 @@ class RecordSupply:
                 except Exception:  # noqa: BLE001 (read again by the caller, where a failure is reported)
                     data = None
                 if data is not None:
-                    data = cut(h, blk, data, piece)
+                    data = cut(self.header, blk, data, RecordBlock(piece.ri0, piece.ri1, piece.rj0 - lag, piece.rj1 - lag))
             out.append((piece, data))
         return out, waited
 
@@ -105,62 +120,141 @@ class RecordSupply:
             rj0, rj1 = min(p.rj0 for p in pieces) - m, max(p.rj1 for p in pieces) + m
             if not h.periodic_v:
                 rj0, rj1 = max(rj0, 0), min(rj1, h.n_rec_v)
+            else:  # (a turn at most: more would read records twice)
+                rj1 = min(rj1, rj0 + h.n_rec_v)
             block = RecordBlock(ri0, ri1, rj0, rj1)
             if m == 0 or block.n_records <= self.keep // 4:  # (large records: a smaller margin)
                 return block
             m -= 1
 
-    def _cover(self, s: RecordBlock) -> list[tuple[RecordBlock | None, RecordBlock]]:
-        """``s`` as pieces of the strips held (``None`` for records in none): the whole of ``s``
-        from one strip where one holds it, else a record row at a time, runs of records that no
-        strip holds joined."""
-        whole = next((b for b in reversed(self._held) if _contains(b, s)), None)
+    def _lag(self, b: RecordBlock, ri: int, rj: int) -> int | None:
+        """The turns (in records, a multiple of the period in v; 0 where the table is not
+        periodic) by which record (ri, rj) is numbered past its place in strip ``b``, or None
+        where ``b`` does not hold it."""
+        if not b.ri0 <= ri < b.ri1:
+            return None
+        if not self._period:
+            return 0 if b.rj0 <= rj < b.rj1 else None
+        k = (rj - b.rj0) % self._period
+        return rj - b.rj0 - k if k < b.rj1 - b.rj0 else None
+
+    def _holder(self, s: RecordBlock) -> tuple[RecordBlock, int] | None:
+        """The newest strip held that holds all of ``s``, and the lag of ``s`` in it."""
+        for b in reversed(self._held):
+            lag = self._lag(b, s.ri0, s.rj0)
+            if lag is not None and s.ri1 <= b.ri1 and s.rj1 - lag <= b.rj1:
+                return b, lag
+        return None
+
+    def _cover(self, s: RecordBlock) -> list[tuple[RecordBlock | None, RecordBlock, int]]:
+        """``s`` as pieces of the strips held, with their lags (``None`` for records in none): the
+        whole of ``s`` from one strip where one holds it, else a record row at a time, runs of
+        records that no strip holds joined."""
+        whole = self._holder(s)
         if whole is not None:
-            return [(whole, s)]
-        parts: list[tuple[RecordBlock | None, RecordBlock]] = []
+            return [(whole[0], s, whole[1])]
+        parts: list[tuple[RecordBlock | None, RecordBlock, int]] = []
         for ri in range(s.ri0, s.ri1):
             rj = s.rj0
             while rj < s.rj1:
-                blk = next((b for b in reversed(self._held) if b.ri0 <= ri < b.ri1 and b.rj0 <= rj < b.rj1), None)
-                end = min(blk.rj1, s.rj1) if blk is not None else rj + 1
+                blk, lag = next(((b, g) for b in reversed(self._held) if (g := self._lag(b, ri, rj)) is not None),
+                                (None, 0))
+                end = min(blk.rj1 + lag, s.rj1) if blk is not None else rj + 1
                 last = parts[-1] if parts else None
                 if blk is None and last is not None and last[0] is None and last[1].ri0 == ri and last[1].rj1 == rj:
-                    parts[-1] = (None, RecordBlock(ri, ri + 1, last[1].rj0, end))
+                    parts[-1] = (None, RecordBlock(ri, ri + 1, last[1].rj0, end), 0)
                 else:
-                    parts.append((blk, RecordBlock(ri, ri + 1, rj, end)))
+                    parts.append((blk, RecordBlock(ri, ri + 1, rj, end), lag))
                 rj = end
         return parts
 
-    def moved(self, new: RecordBlock, waited_s: float) -> None:
-        """After the window moved to ``new``, having waited ``waited_s`` (s) for fetches in all so
-        far: request the strips of the travel ahead."""
+    # -- following the contact point -------------------------------------------------------------
+
+    def track(self, u: float, v: float, block: RecordBlock, waited_s: float) -> None:
+        """The contact point is at (u, v) (the table's parameters) while the window holds
+        ``block``, having waited ``waited_s`` (s) for fetches in all so far: learn its pace, and
+        request the travel ahead where that asks for more than is requested."""
+        if not self.note(u, v, waited_s):
+            return
+        planned, ahead = self._planned
+        if planned != block or self._ahead() > ahead:
+            self._plan(block)
+
+    def note(self, u: float, v: float, waited_s: float) -> bool:
+        """Keep the contact point's position (u, v) for its pace (see :meth:`track`); False where
+        the last was kept less than :data:`SAMPLE_EVERY` ago."""
         now = time.perf_counter() - waited_s  # (the window's pace when nothing is waited for)
-        self._moves = [*self._moves[-self.history:], (now, new)]
-        t0, first = self._moves[0]
-        di = ((new.ri0 + new.ri1) - (first.ri0 + first.ri1)) / 2
-        dj = ((new.rj0 + new.rj1) - (first.rj0 + first.rj1)) / 2
-        if abs(di) < 1 and abs(dj) < 1:
-            return  # no travel to follow (back and forth about one place)
-        # records ahead: as far as the window travels, at its recent speed, in twice the time a
-        # fetch takes, and one more; along its recent direction, a record at a time
-        speed = max(abs(di), abs(dj)) / max(now - t0, 1e-6)  # records per second
+        if self._track and now - self._track[-1][0] < SAMPLE_EVERY:
+            return False
+        h = self.header
+        self._track.append((now, (u - h.u0) / (h.du * h.u_pts), (v - h.v0) / (h.dv * h.v_pts)))
+        return True
+
+    def moved(self, new: RecordBlock) -> None:
+        """After the window moved to ``new``: drop what it no longer heads for, request the travel ahead."""
+        self._plan(new, drop=True)
+
+    def _pace(self) -> tuple[float, float]:
+        """The contact point's velocity (records per second, in u and v) over the positions kept."""
+        if len(self._track) < 2:
+            return 0.0, 0.0
+        (t0, x0, y0), (t1, x1, y1) = self._track[0], self._track[-1]
+        dt = max(t1 - t0, 1e-6)
+        return (x1 - x0) / dt, (y1 - y0) / dt
+
+    def _ahead(self) -> int:
+        """Records ahead to request: the next move's shift (half the window along the travel: a
+        window re-centres once the point reaches its border record), as far as the point travels
+        at its pace in twice the time a fetch takes, and one more (none while it does not travel)."""
+        du, dv = self._pace()
+        speed = max(abs(du), abs(dv))
+        if speed == 0.0:
+            return 0
+        along_u = abs(du) > abs(dv)
+        shift = self.extent[0] // 2 if along_u else self.extent[1] // 2
         lead_s = 2 * self.fetch_s if self.fetch_s is not None else 0.0
-        records = max(abs(di), abs(dj))
+        # where records are small, as far as AHEAD_BYTES reach: an integrator's trial step that
+        # fails overshoots along the travel, its detections walking the window far ahead
+        cheap = int(AHEAD_BYTES // (self.record_bytes * (self.extent[1] if along_u else self.extent[0])))
+        need = max(shift + math.ceil(speed * lead_s) + 1, cheap)
+        return min(need, self.max_ahead, max(self.keep // (2 * max(self.extent)), 1))
+
+    def _plan(self, new: RecordBlock, drop: bool = False) -> None:
+        """Request the strips of the windows ahead of ``new`` along the point's travel, a record
+        at a time; with ``drop``, cancel the fetches still running off that corridor (the window
+        went another way)."""
         h, (wu, wv) = self.header, self.extent
-        self.ahead = min(math.ceil(speed * lead_s) + 1, self.max_ahead, max(self.keep // (2 * max(wu, wv)), 1))
+        self.ahead = ahead = self._ahead()
+        self._planned = (new, ahead)
+        if ahead == 0:  # no travel known yet: the next move may go any way, by half a window
+            ring = RecordBlock(max(new.ri0 - wu // 2, 0), min(new.ri1 + wu // 2, h.n_rec_u), new.rj0 - wv // 2,
+                               new.rj1 + wv // 2)
+            if not h.periodic_v:
+                ring = RecordBlock(ring.ri0, ring.ri1, max(ring.rj0, 0), min(ring.rj1, h.n_rec_v))
+            elif ring.rj1 - ring.rj0 > h.n_rec_v:
+                ring = RecordBlock(ring.ri0, ring.ri1, new.rj0, new.rj0 + h.n_rec_v)
+            self._request(new_strips(new, ring))
+            return
+        du, dv = self._pace()
+        step = max(abs(du), abs(dv))
         ci, cj = (new.ri0 + new.ri1 - 1) // 2, (new.rj0 + new.rj1 - 1) // 2
         wanted, prev = [], new
-        for k in range(1, self.ahead + 1):
-            ri = min(max(ci + round(k * di / records), 0), h.n_rec_u - 1)
-            rj = cj + round(k * dj / records)
+        for k in range(1, ahead + 1):
+            ri = min(max(ci + round(k * du / step), 0), h.n_rec_u - 1)
+            rj = cj + round(k * dv / step)
             nxt = window_block(h, ri, rj if h.periodic_v else min(max(rj, 0), h.n_rec_v - 1), wu, wv)
             wanted += new_strips(prev, nxt)
             prev = nxt
-        corridor = RecordBlock(min(new.ri0, prev.ri0), max(new.ri1, prev.ri1), min(new.rj0, prev.rj0),
-                               max(new.rj1, prev.rj1))
-        for b in [b for b, f in self._held.items() if not f.done() and not _overlaps(b, corridor)]:
-            self._held.pop(b).cancel()  # (the window went another way)
-        for s in _runs([s for s in wanted if not any(_contains(b, s) for b in self._held)]):
+        if drop:
+            corridor = RecordBlock(min(new.ri0, prev.ri0), max(new.ri1, prev.ri1), min(new.rj0, prev.rj0),
+                                   max(new.rj1, prev.rj1))
+            for b in [b for b, f in self._held.items() if not f.done() and not _overlaps(b, corridor)]:
+                self._held.pop(b).cancel()
+        self._request(wanted)
+
+    def _request(self, strips: list[RecordBlock]) -> None:
+        """Fetch, in the background, the strips that none held holds (consecutive ones joined)."""
+        for s in _runs([s for s in strips if self._holder(s) is None]):
             self._held[s] = self._pool.submit(self._fetch, s)
             self.requests += 1
         self._evict()
@@ -199,10 +293,6 @@ def _runs(strips: list[RecordBlock], most: int = 8) -> list[RecordBlock]:
             out.append(s)
             count = 1
     return out
-
-
-def _contains(outer: RecordBlock, inner: RecordBlock) -> bool:
-    return outer.ri0 <= inner.ri0 and inner.ri1 <= outer.ri1 and outer.rj0 <= inner.rj0 and inner.rj1 <= outer.rj1
 
 
 def _overlaps(a: RecordBlock, b: RecordBlock) -> bool:

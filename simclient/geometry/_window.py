@@ -67,12 +67,14 @@ class StorageWindow:
     interpolation : ``"hermite"`` (default) or ``"bilinear"``.
     centre : (u, v) to centre the first window on; default the table's centre.
     prefetch : for a distant source: keep the strips lately read for moves back, and fetch
-        ahead of the window's travel in background threads, as far ahead as the source's
-        measured fetch time needs at the window's measured pace
-        (:class:`simclient.geometry._prefetch.RecordSupply`). ``stats`` then counts
+        ahead of the contact point's travel in background threads, as far ahead as the source's
+        measured fetch time needs at the point's measured pace (its positions come from
+        :meth:`track` and the moves; :class:`simclient.geometry._prefetch.RecordSupply`). ``stats`` then counts
         ``prefetch_requests``, ``prefetch_bytes``, ``records_ahead`` (last chosen), ``hidden`` (moves served
-        entirely from strips held, none of them still being fetched) and ``stalls`` (moves that
-        read, or waited for, at least one strip).
+        entirely from strips held, none of them still being fetched), ``stalls`` (moves that
+        read, or waited for, at least one strip) and ``stalls_discarded`` (those of them that an
+        integrator's failed trial made and :meth:`restore` undid: a detection at a stage state far
+        off the motion walks its window where no travel leads; not in ``stalls``).
     """
 
     @classmethod
@@ -121,6 +123,8 @@ class StorageWindow:
         self.prefetch = prefetch
         self._supply = RecordSupply(h, self.extent, self._read, source.name) if prefetch else None
         self.hidden = self.stalls = 0
+        self.stalls_discarded = 0  # stalls of moves an integrator's failed trial made, then undid
+        self._unaccepted = 0  # stalls since the last accepted state (track)
         u, v = centre if centre is not None else ((h.u0 + h.u1) / 2, (h.v0 + h.v1) / 2)
         self._place(window_block(h, *self.record_of(u, v), wu, wv))
 
@@ -162,9 +166,19 @@ class StorageWindow:
             return False  # fast path: inside the records that need no update
         if not self.needs_update(u, v):
             return False
+        if self._supply is not None:
+            self._supply.note(u, v, self.wait_s)
         self._place(window_block(self.header, *self.record_of(u, v), *self.extent))
         self.updates += 1
         return True
+
+    def track(self, u: float, v: float) -> None:
+        """The contact point of an accepted state is at (u, v): with ``prefetch``, what fetching
+        ahead follows (:meth:`RecordSupply.track`); nothing without."""
+        if self._supply is not None:
+            assert self.block is not None
+            self._unaccepted = 0
+            self._supply.track(u, v, self.block, self.wait_s)
 
     def time_to_edge(self, u: float, v: float, rate_u: float, rate_v: float) -> float:
         """Time (s) until the parameter point (u, v), moving at (``rate_u``, ``rate_v``) (parameter
@@ -194,6 +208,8 @@ class StorageWindow:
         assert self.block is not None
         if max(abs(block.ri0 - self.block.ri0), abs(block.rj0 - self.block.rj0)) < max(min_shift, 1):
             return False
+        if self._supply is not None:
+            self._supply.note(u, v, self.wait_s)
         self._place(block)
         self.updates += 1
         return True
@@ -201,6 +217,11 @@ class StorageWindow:
     def restore(self, block: RecordBlock) -> bool:
         """Put the window back on ``block``, a placement it had (its :attr:`block` then): for a
         solver going back to an accepted state after a failed trial moved it. True when it moved."""
+        # the moves since the last accepted state were a failed trial's (a detection at a stage
+        # state far off the motion walking its window away): their stalls were no travel to fetch ahead for
+        self.stalls -= self._unaccepted
+        self.stalls_discarded += self._unaccepted
+        self._unaccepted = 0
         if block == self.block:
             return False
         self._place(block)
@@ -235,10 +256,12 @@ class StorageWindow:
             self._store(s, data)
             self.records_fetched += s.n_records
             self.bytes_fetched += data.nbytes
-        if old is not None and self._supply is not None:
-            self.stalls += waited
-            self.hidden += not waited
-            self._supply.moved(new, self.wait_s)
+        if self._supply is not None:
+            if old is not None:
+                self.stalls += waited
+                self._unaccepted += waited
+                self.hidden += not waited
+            self._supply.moved(new)
         i0, i1, j0, j1 = h.block_points(new)
         self.ip[[L.IP_I_LO, L.IP_I_HI, L.IP_J_LO, L.IP_J_HI]] = (i0, i1, j0, j1)
         self.block = new
@@ -336,7 +359,8 @@ class StorageWindow:
                "extent": list(self.extent)}
         if self._supply is not None:
             out.update(prefetch_requests=self._supply.requests, prefetch_bytes=self._supply.bytes,
-                       records_ahead=self._supply.ahead, hidden=self.hidden, stalls=self.stalls)
+                       records_ahead=self._supply.ahead, hidden=self.hidden, stalls=self.stalls,
+                       stalls_discarded=self.stalls_discarded)
         return out
 
 

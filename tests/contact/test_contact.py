@@ -328,6 +328,43 @@ def test_prefetch_under_jumps_keeps_data_identical_bounded_and_moves_back_withou
     assert pre.requests == requests  # (its records were held)
 
 
+class _Distant(CountingSource):
+    """A source ``delay_s`` (s) away: every read waits that long first (as a request's round trip)."""
+
+    def __init__(self, source, delay_s: float) -> None:
+        super().__init__(source)
+        self.delay_s = delay_s
+
+    def read_block(self, ri0, ri1, rj0, rj1, array="points"):
+        time.sleep(self.delay_s)
+        return super().read_block(ri0, ri1, rj0, rj1, array)
+
+
+def test_prefetch_follows_the_tracked_point_so_no_move_waits(sample_tables):
+    """A contact point tracked at a steady pace (as ``simulate`` tracks it at every accepted step)
+    across a table 20 ms away: every move of the window after the first placement, the first move
+    included, finds its records fetched (no stall), and the points are those of a plain window."""
+    src = LocalSource(sample_tables / "ground.zarr")
+    h = src.header
+    far = _Distant(src, 0.02)
+    plain = StorageWindow(src, (3, 9), centre=(0.0, h.v0 + 40 * h.dv))
+    pre = StorageWindow(far, (3, 9), centre=(0.0, h.v0 + 40 * h.dv), prefetch=True)
+    for k in range(40, 50, 2):  # the point's first positions, before it reaches a border record
+        pre.track(0.0, h.v0 + k * h.dv)
+        time.sleep(0.006)
+    assert pre.updates == 0 and pre.stats["records_ahead"] > 0  # fetching ahead along +v before any move
+    for k in range(50, h.v_npts - 40, 2):  # a point every 2 ms: 500 points (and 1000 grid steps) per second
+        v = h.v0 + k * h.dv
+        pre.track(0.0, v)
+        time.sleep(0.002)
+        for w in (plain, pre):
+            w.update(0.0, v)
+        np.testing.assert_array_equal(plain.points(), pre.points())
+    st = pre.stats
+    assert st["updates"] >= 5 and st["stalls"] == 0 and st["hidden"] == st["updates"], st
+    assert far.requests == pre.requests + st["prefetch_requests"] and pre.requests == 1  # (the first window only)
+
+
 def test_window_narrower_than_three_records_is_refused(sample_tables):
     src = LocalSource(sample_tables / "ground.zarr")
     with pytest.raises(WindowError, match="narrower than 3 records"):

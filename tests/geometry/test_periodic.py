@@ -4,6 +4,7 @@ go on across its seam, any number of times."""
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from preprocess.errors import DefinitionError
 from preprocess.spec import parse_surface
 from simclient.errors import WindowError
 from simclient.geometry import StorageWindow
-from simclient.io import open_surface
+from simclient.io import CountingSource, open_surface
 from surfacestore.errors import TableCorrupt
 from surfacestore.format import Header
 
@@ -83,6 +84,26 @@ def test_a_window_reads_on_across_the_seam(periodic_ball, sample_tables, prefetc
     assert closed.time_to_edge(0.1, math.pi - 0.01, 0.0, 1.0) == math.inf
     with pytest.raises(WindowError, match="outside the table's parameter domain"):
         closed.update(0.1, math.pi + 0.05)
+
+
+def test_a_prefetching_window_reads_nothing_on_its_second_turn(periodic_ball):
+    """A window fetching ahead that follows its point round the periodic table twice holds, on
+    the second turn, the records of the first (a turn is 9 x 3 records, within what it keeps):
+    it reads nothing more, and its points are those of a window placed there afresh."""
+    src = CountingSource(open_surface(periodic_ball))
+    w = StorageWindow(src, (3, 3), centre=(0.1, -math.pi + 0.01), prefetch=True)
+    for turn in range(2):
+        for v in np.linspace(-math.pi, math.pi, 200, endpoint=False) + 2 * math.pi * turn:
+            w.track(0.1, v)
+            w.update(0.1, v)
+            time.sleep(0.001)
+        if turn == 0:
+            time.sleep(0.1)  # (the fetches ahead finish)
+            read = src.requests
+    assert w.updates >= 16 and src.requests == read, (w.stats, read)
+    v = 3 * math.pi - 0.1
+    back = StorageWindow(open_surface(periodic_ball), (3, 3), centre=(0.1, math.pi - 0.1))
+    np.testing.assert_allclose(w.sample(0.1, v).point, back.sample(0.1, v - 2 * math.pi).point, rtol=0, atol=1e-16)
 
 
 def _rolling_ball(table, ground):

@@ -670,3 +670,44 @@ def test_a_preview_of_records_over_the_limit_is_413(tmp_path):
     r = asyncio.run(fetch("/v1/surfaces/a/preview?n=16"))
     assert r.status_code == 413 and "limit" in r.json()["detail"]
     assert asyncio.run(fetch("/v1/surfaces/a/records/0/0")).status_code == 413
+
+
+def _table_declaring_records(root: Path, name: str, side: int) -> None:
+    """A table whose metadata declares one record of ``side`` x ``side`` points (its header and
+    array agree; no chunk holds them): what a few crafted bytes can claim."""
+    t = _build(root, name)
+    meta = json.loads((t.path / "zarr.json").read_text())
+    h = meta["attributes"]["surface"]
+    h.update(u_npts=side, v_npts=side, u_pts=side, v_pts=side, n_rec_u=1, n_rec_v=1, record_bytes=side * side * 14 * 8)
+    (t.path / "zarr.json").write_text(json.dumps(meta))
+    arr = json.loads((t.path / "points" / "zarr.json").read_text())
+    arr["shape"] = [side, side, 14]
+    arr["chunk_grid"]["configuration"]["chunk_shape"] = [side, side, 14]
+    (t.path / "points" / "zarr.json").write_text(json.dumps(arr))
+
+
+@pytest.mark.slow
+def test_eight_concurrent_previews_of_200_mb_records_are_refused_at_once(tmp_path):
+    """A table declaring records of 1340 x 1340 points (201 MB each, under the format's 256 MiB):
+    eight previews at once from a store process are each 413 naming the limit within a second, and
+    the store's memory grows by under 100 MB (before, 8 previews of 204 MB records held 3.57 GB)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    _table_declaring_records(tmp_path, "huge", 1340)
+    with StoreProcess(tmp_path) as store:
+        listed = {t["name"]: t for t in httpx.get(f"{store.url}/v1/surfaces", timeout=30).json()}
+        assert listed["huge"]["status"] == "ok", listed["huge"]
+        assert httpx.get(f"{store.url}/v1/surfaces/huge", timeout=30).json()["record_bytes"] > 200e6
+        proc = psutil.Process(store.proc.pid)
+        assert httpx.get(f"{store.url}/v1/surfaces/huge/preview", timeout=30).status_code == 413  # (warm)
+        rss0 = proc.memory_info().rss
+
+        def one(_: int) -> tuple[int, float, str]:
+            t0 = time.perf_counter()
+            r = httpx.get(f"{store.url}/v1/surfaces/huge/preview?n=512", timeout=30)
+            return r.status_code, time.perf_counter() - t0, r.json()["detail"]
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(one, range(8)))
+        assert all(code == 413 and dt < 1.0 and "limit" in detail for code, dt, detail in answers), answers
+        assert proc.memory_info().rss - rss0 < 100e6
