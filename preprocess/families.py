@@ -24,6 +24,7 @@ from preprocess.errors import DefinitionError
 __all__ = [
     "Family",
     "Plane",
+    "Waves",
     "Ellipsoid",
     "Sphere",
     "Cylinder",
@@ -172,6 +173,26 @@ class Plane(Family):
         tu[..., 0] = 1.0
         tv = np.zeros_like(s)
         tv[..., 1] = 1.0
+        return s, tu, tv
+
+
+class Waves(Family):
+    """A wavy plane, ``s = (u, v, A sin(2 pi v / L))`` (metres): crests along u, ``amplitude`` A and
+    ``wavelength`` L (m) along v; normal to the +z side. A terrain for a body rolling along v."""
+
+    name = "waves"
+    params = ("amplitude", "wavelength")
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.A, self.k = _positive(self.name, params, "amplitude"), 2 * math.pi / _positive(self.name, params, "wavelength")
+
+    def evaluate(self, u: np.ndarray, v: np.ndarray) -> Arrays:
+        u, v = np.broadcast_arrays(np.asarray(u, float), np.asarray(v, float))
+        s = np.stack([u, v, self.A * np.sin(self.k * v)], axis=-1)
+        tu = np.zeros_like(s)
+        tu[..., 0] = 1.0
+        tv = np.stack([np.zeros_like(u), np.ones_like(u), self.A * self.k * np.cos(self.k * v)], axis=-1)
         return s, tu, tv
 
 
@@ -575,7 +596,7 @@ class PolarProfile(Family):
 
 
 FAMILIES: dict[str, type[Family]] = {
-    cls.name: cls for cls in (Plane, Sphere, Ellipsoid, Cylinder, Torus, EllipticParaboloid, HeightPolynomial, Nurbs,
+    cls.name: cls for cls in (Plane, Waves, Sphere, Ellipsoid, Cylinder, Torus, EllipticParaboloid, HeightPolynomial, Nurbs,
                               ThinPlate, PolarProfile)
 }
 

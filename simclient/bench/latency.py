@@ -1,15 +1,16 @@
 """Out of core across a network (``simclient bench latency``): the bouncing ball rolling and
 sliding across a large terrain whose table is L ms away.
 
-Tables (built once by the bench, in ``TABLES/latency``): a flat terrain of ``points`` points (by
-default 3163 x 3163, about 10^7, 1.1 GB; records of 9 x 9 points 0.3 mm x 0.6 mm apart, so 0.95 m x
-1.9 m) and the sample ``ball_rolling`` (poles across the travel) and ``ball_333``. Runs, each a
-``simclient run bouncing-ball --json`` process:
+Tables (built once by the bench, in ``TABLES/latency``): a wavy terrain of ``points`` points (by
+default 3163 x 3163, about 10^7, 1.1 GB; records of 9 x 9 points 0.3 mm x 0.6 mm apart, so 0.95 m
+x 1.9 m; waves 0.1 mm high and 50 mm long across the travel) and the sample ``ball_rolling``
+(poles across the travel) and ``ball_333``. Runs, each a ``simclient run bouncing-ball --json``
+process:
 
 - ``rolling``: ``ball_rolling`` set down on the terrain (1 um above it) at 1 m/s with friction 0.3
-  (Hunt-Crossley, restitution 0.5): it slips, then rolls at 5/7 m/s, its contact point travelling
-  round the ball and along the terrain (about 80 ball and 20 terrain window moves, the ball's
-  back and forth about each record border it crosses);
+  (Hunt-Crossley, restitution 0.5): it slips, then rolls at about 5/7 m/s, its contact point
+  travelling round the ball and along the terrain (about 80 ball and 20 terrain window moves, the
+  ball's back and forth about each record border it crosses);
 - ``sliding``: ``ball_333`` set down the same way at 2 m/s without friction: about 40 moves of the
   terrain's window, 4-5 records each, one every few milliseconds, and none of the ball's.
 
@@ -17,13 +18,16 @@ Each from (a) the table folder (the baseline, as a user runs there: no fetching 
 store serving that folder and (c) the tables uploaded to a local S3 API (moto), both with
 ``--prefetch`` and behind :class:`~simclient.bench._delay.DelayProxy`, which adds ``L`` ms to
 every request (a TCP proxy on loopback: what the client waits for is a real socket's, not a
-simulated one). Rows: the run's wall time (set-up and integration: the process's start is the same
-everywhere), the time it waited for windows, window moves, the moves that stalled on a fetch (all
-of them without prefetch; ``stalls_discarded``, "failed", apart: those of an integrator's failed
-trial step, whose detection walked a window off the motion before the step was retried), requests
-and bytes read (fetches ahead included), the
-client's peak RSS, and the ratio of the wall time to the folder's. Every run's results (impacts,
-indentations, velocities, steps) are compared with the folder's to the last bit.
+simulated one), and (d) a store next to the client serving the bucket ``L`` ms away from it: its
+first client's run (its record cache cold: every block it serves one upstream round trip of
+concurrent record reads) and the next clients' (the records they share held). Rows: the run's
+wall time (set-up and integration: the process's start is the same everywhere), the time it
+waited for windows, window moves, the moves that stalled on a fetch (all of them without
+prefetch; ``stalls_discarded``, "failed", apart: those of an integrator's failed trial step, whose
+detection walked a window off the motion before the step was retried), requests and bytes read
+(fetches ahead included), the client's peak RSS, and the ratio of the wall time to the folder's.
+Every run's results (impacts, indentations, velocities, steps) are compared with the folder's to
+the last bit.
 """
 
 from __future__ import annotations
@@ -51,18 +55,24 @@ CASES: dict[str, list[str]] = {
     "sliding": ["--ball", "ball_333", "--vx", "2.0"],
 }
 _COMMON = ["--gap", "1e-6", "--law", "hunt-crossley", "--cr", "0.5", "--json"]
+#: where the tables are read from (the folder is the baseline): a store L ms away; the bucket L ms
+#: away; a store next to the client with the bucket L ms away from it, its first client (its record
+#: cache cold) and the next ones (what they share held)
+SOURCES = ("store", "bucket", "store_bucket_cold", "store_bucket_warm")
 #: the summary's values that are results (compared to the last bit), not measurements of the run
 _RESULTS = ("impacts", "impact_times_s", "impact_velocities_m_s", "separation_velocities_m_s", "max_indentation_m",
             "contact_durations_s", "rolling", "energy_drift", "steps", "rhs_evaluations")
 
 
 def terrain(builder: TableBuilder, folder: Path, side: int) -> str:
-    """Build (once) the flat terrain of ``side`` x ``side`` points in 9 x 9-point records at the
-    sample ground's spacing (0.3 mm in u, 0.6 mm in v), its v along x as the sample ground's;
-    returns its name."""
-    name = f"terrain_{side}"
+    """Build (once) the wavy terrain of ``side`` x ``side`` points in 9 x 9-point records at the
+    sample ground's spacing (0.3 mm in u, 0.6 mm in v), its v along x as the sample ground's: waves
+    of 0.1 mm and 50 mm along x (crests across the travel; the steepest slope 0.7 deg, the
+    sharpest crest 0.63 m in radius: a ball at 1 m/s stays on it); returns its name."""
+    name = f"waves_{side}"
     half_u, half_v = 0.15 * (side - 1) / 1000, 0.3 * (side - 1) / 1000
-    spec = builder.parse_surface(name, {"family": "plane", "u_range": [-half_u, half_u], "v_range": [-half_v, half_v],
+    spec = builder.parse_surface(name, {"family": "waves", "amplitude": 1e-4, "wavelength": 0.05,
+                                        "u_range": [-half_u, half_u], "v_range": [-half_v, half_v],
                                         "grid": [side, side], "record": [9, 9],
                                         "placement": {"rotation_axis": [0, 0, 1], "rotation_deg": -90}})
     builder.ensure_table(spec, folder, quiet=True)
@@ -135,7 +145,7 @@ def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | Non
         say(f"{case}: from the folder")
         local[case] = _row([_run(["--tables", str(folder)], ground, case, t_end=t_end, x0=x0, prefetch=False)
                             for _ in range(repeats)], None)  # (the baseline: as a user runs from a folder)
-        out["cases"][case] = {"folder": local[case], "store": {}, "bucket": {}}
+        out["cases"][case] = {"folder": local[case], **{source: {} for source in SOURCES}}
     with ExitStack() as stack:
         store = stack.enter_context(StoreProcess(folder))
         s3 = stack.enter_context(S3Server())
@@ -148,11 +158,17 @@ def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | Non
                 bucket_env = {**s3.aws_env(), "AWS_ENDPOINT_URL": to_bucket.url}
                 for case in CASES:
                     say(f"{case}: {ms:g} ms away, through the store and from the bucket")
-                    rows = out["cases"][case]
+                    rows, at = out["cases"][case], str(ms)
                     for source, where, env in (("store", ["--store", to_store.url], None),
                                                ("bucket", ["--tables", f"s3://{s3.bucket}/latency"], bucket_env)):
-                        rows[source][str(ms)] = _row([_run(where, ground, case, t_end=t_end, x0=x0, env=env)
-                                                      for _ in range(repeats)], local[case])
+                        rows[source][at] = _row([_run(where, ground, case, t_end=t_end, x0=x0, env=env)
+                                                 for _ in range(repeats)], local[case])
+                    say(f"{case}: a store next to the client, the bucket {ms:g} ms away from it")
+                    with StoreProcess(f"s3://{s3.bucket}/latency", env=bucket_env) as near:
+                        rows["store_bucket_cold"][at] = _row([_run(["--store", near.url], ground, case, t_end=t_end,
+                                                                   x0=x0)], local[case])
+                        rows["store_bucket_warm"][at] = _row([_run(["--store", near.url], ground, case, t_end=t_end,
+                                                                   x0=x0) for _ in range(repeats)], local[case])
     if larger_side is not None:
         out["table_size"] = _table_size(builder, folder, ground, larger_side, t_end, x0, say)
     return out
@@ -178,17 +194,17 @@ def report(r: dict[str, Any]) -> str:
     t = r["terrain"]
     lines = [f"runs across a network: terrain {t['name']} ({t['points']:.3g} points, {t['bytes'] / 1e9:.2f} GB); "
              f"median of {r['repeats']}; wall = set-up + integration"]
-    head = (f"  {'':8s} {'source':7s} {'ms':>5s} {'wall s':>7s} {'ratio':>6s} {'wait s':>7s} {'moves':>6s} "
+    head = (f"  {'':8s} {'source':17s} {'ms':>5s} {'wall s':>7s} {'ratio':>6s} {'wait s':>7s} {'moves':>6s} "
             f"{'stalls':>6s} {'failed':>6s} {'requests':>8s} {'MB':>7s} {'RSS MB':>7s} same")
     for case, rows in r["cases"].items():
         lines.append(head)
         f = rows["folder"]
-        lines.append(f"  {case:8s} {'folder':7s} {'-':>5s} {f['wall_s']:7.3f} {1:6.2f} {f['wait_s']:7.3f} "
+        lines.append(f"  {case:8s} {'folder':17s} {'-':>5s} {f['wall_s']:7.3f} {1:6.2f} {f['wait_s']:7.3f} "
                      f"{f['updates']:6d} {f['stalls']:6d} {'-':>6s} {f['requests']:8d} {f['bytes'] / 1e6:7.1f} "
                      f"{f['peak_rss_MB']:7.1f}")
-        for source in ("store", "bucket"):
+        for source in SOURCES:
             for ms, x in rows[source].items():
-                lines.append(f"  {case:8s} {source:7s} {ms:>5s} {x['wall_s']:7.3f} {x['ratio']:6.2f} {x['wait_s']:7.3f} "
+                lines.append(f"  {case:8s} {source:17s} {ms:>5s} {x['wall_s']:7.3f} {x['ratio']:6.2f} {x['wait_s']:7.3f} "
                              f"{x['updates']:6d} {x['stalls']:6d} {x['stalls_discarded']:6d} {x['requests']:8d} "
                              f"{x['bytes'] / 1e6:7.1f} "
                              f"{x['peak_rss_MB']:7.1f} {'yes' if x['same_results'] else 'NO'}")

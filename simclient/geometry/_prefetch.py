@@ -4,14 +4,17 @@ A window with ``prefetch`` keeps, besides its own records, a :class:`RecordSuppl
 records it fetched lately (a window moved back, as an integrator's rejected step or an event's
 location does, finds them there; over a table periodic in v, a turn later too) and fetches running
 ahead of it. The supply follows the contact point: the window tells it where the point is at every
-accepted state of an integration (:meth:`RecordSupply.track`) and at every move. From the last
+accepted state of an integration (:meth:`RecordSupply.track`) and at every move (a detection's
+walk, at an integrator's trial stages, then finds the records ahead of it too). From the last
 ``history`` positions (the net displacement over the wall time between them, less the time waited
 for fetches: moves back and forth about one place are no travel) it takes the point's pace in
-records per second, and requests the strips of the windows that pace reaches within twice the
-measured fetch time, and one record more (at most ``max_ahead`` records, and half of what it keeps),
-several at once (a distant source's requests overlap their round trips), nearest first; it does
-so at every move, and between moves as soon as the pace is known or calls for more (so the first
-move after the first window finds its records too). Memory is bounded: strips fetched ahead that
+records per second, and requests the strips of the windows on the point's way: the next move's
+shift, what the pace reaches within twice the measured fetch time, and one record more, and at
+least as far as :data:`AHEAD_BYTES` of records reach (at most ``max_ahead`` records, and half of
+what it keeps), several at once (a distant source's requests overlap their round trips), nearest
+first; it does so at every move, and between moves as soon as the pace is known or calls for more.
+While no pace is known (the first window) it requests the ring of records one move deep all
+round. Memory is bounded: strips fetched ahead that
 leave the corridor are dropped, and the least recently used of the others go once they hold more
 than ``keep_mb`` (MB; at least four windows' worth of records).
 """
@@ -56,8 +59,8 @@ class RecordSupply:
         self.bytes = 0  # the bytes they read
         self.fetch_s: float | None = None  # a fetch's duration, smoothed (s)
         self.ahead = 0  # records ahead, last chosen
-        # the contact point's positions: (wall time less the waits (s), record coordinates in u and v)
-        self._track: deque[tuple[float, float, float]] = deque(maxlen=history)
+        # the contact point's positions: (wall time, wall time less the waits (s), record coordinates in u and v)
+        self._track: deque[tuple[float, float, float, float]] = deque(maxlen=history)
         self._planned: tuple[RecordBlock | None, int] = (None, 0)  # (placement, records ahead) requested
 
     # -- fetching --------------------------------------------------------------------------------
@@ -183,22 +186,24 @@ class RecordSupply:
     def note(self, u: float, v: float, waited_s: float) -> bool:
         """Keep the contact point's position (u, v) for its pace (see :meth:`track`); False where
         the last was kept less than :data:`SAMPLE_EVERY` ago."""
-        now = time.perf_counter() - waited_s  # (the window's pace when nothing is waited for)
+        now = time.perf_counter()
         if self._track and now - self._track[-1][0] < SAMPLE_EVERY:
             return False
         h = self.header
-        self._track.append((now, (u - h.u0) / (h.du * h.u_pts), (v - h.v0) / (h.dv * h.v_pts)))
+        # (the pace on the run's own clock, the waits taken out: what it would be with nothing waited for)
+        self._track.append((now, now - waited_s, (u - h.u0) / (h.du * h.u_pts), (v - h.v0) / (h.dv * h.v_pts)))
         return True
 
-    def moved(self, new: RecordBlock) -> None:
-        """After the window moved to ``new``: drop what it no longer heads for, request the travel ahead."""
-        self._plan(new, drop=True)
+    def moved(self, old: RecordBlock | None, new: RecordBlock) -> None:
+        """After the window moved from ``old`` (None: its first placement) to ``new``: request the
+        travel ahead, and the move's continuation; drop what it no longer heads for."""
+        self._plan(new, old)
 
     def _pace(self) -> tuple[float, float]:
         """The contact point's velocity (records per second, in u and v) over the positions kept."""
         if len(self._track) < 2:
             return 0.0, 0.0
-        (t0, x0, y0), (t1, x1, y1) = self._track[0], self._track[-1]
+        (_, t0, x0, y0), (_, t1, x1, y1) = self._track[0], self._track[-1]
         dt = max(t1 - t0, 1e-6)
         return (x1 - x0) / dt, (y1 - y0) / dt
 
@@ -213,16 +218,34 @@ class RecordSupply:
         along_u = abs(du) > abs(dv)
         shift = self.extent[0] // 2 if along_u else self.extent[1] // 2
         lead_s = 2 * self.fetch_s if self.fetch_s is not None else 0.0
-        # where records are small, as far as AHEAD_BYTES reach: an integrator's trial step that
-        # fails overshoots along the travel, its detections walking the window far ahead
-        cheap = int(AHEAD_BYTES // (self.record_bytes * (self.extent[1] if along_u else self.extent[0])))
-        need = max(shift + math.ceil(speed * lead_s) + 1, cheap)
-        return min(need, self.max_ahead, max(self.keep // (2 * max(self.extent)), 1))
+        return min(max(shift + math.ceil(speed * lead_s) + 1, self._cheap(along_u)), self.max_ahead,
+                   max(self.keep // (2 * max(self.extent)), 1))
 
-    def _plan(self, new: RecordBlock, drop: bool = False) -> None:
-        """Request the strips of the windows ahead of ``new`` along the point's travel, a record
-        at a time; with ``drop``, cancel the fetches still running off that corridor (the window
-        went another way)."""
+    def _cheap(self, along_u: bool) -> int:
+        """Records along u (or v) that :data:`AHEAD_BYTES` of strips reach: where records are small,
+        fetching further costs no more round trips (an integrator's trial steps overshoot along the
+        travel, their detections walking the window there)."""
+        return int(AHEAD_BYTES // (self.record_bytes * (self.extent[1] if along_u else self.extent[0])))
+
+    def _line(self, new: RecordBlock, di: float, dj: float, n: int) -> tuple[list[RecordBlock], RecordBlock]:
+        """The strips of the windows ``n`` records on from ``new`` along the direction (di, dj)
+        (records), a record at a time, and the last of those windows."""
+        h, (wu, wv) = self.header, self.extent
+        step = max(abs(di), abs(dj))
+        ci, cj = (new.ri0 + new.ri1 - 1) // 2, (new.rj0 + new.rj1 - 1) // 2
+        strips, prev = [], new
+        for k in range(1, n + 1):
+            ri = min(max(ci + round(k * di / step), 0), h.n_rec_u - 1)
+            rj = cj + round(k * dj / step)
+            nxt = window_block(h, ri, rj if h.periodic_v else min(max(rj, 0), h.n_rec_v - 1), wu, wv)
+            strips += new_strips(prev, nxt)
+            prev = nxt
+        return strips, prev
+
+    def _plan(self, new: RecordBlock, old: RecordBlock | None = None) -> None:
+        """Request the strips of the windows ahead of ``new`` along the point's travel (the ring
+        round it while no travel is known); after a move from ``old``, cancel the fetches still
+        running off that corridor (the window went another way)."""
         h, (wu, wv) = self.header, self.extent
         self.ahead = ahead = self._ahead()
         self._planned = (new, ahead)
@@ -233,21 +256,14 @@ class RecordSupply:
                 ring = RecordBlock(ring.ri0, ring.ri1, max(ring.rj0, 0), min(ring.rj1, h.n_rec_v))
             elif ring.rj1 - ring.rj0 > h.n_rec_v:
                 ring = RecordBlock(ring.ri0, ring.ri1, new.rj0, new.rj0 + h.n_rec_v)
-            self._request(new_strips(new, ring))
-            return
-        du, dv = self._pace()
-        step = max(abs(du), abs(dv))
-        ci, cj = (new.ri0 + new.ri1 - 1) // 2, (new.rj0 + new.rj1 - 1) // 2
-        wanted, prev = [], new
-        for k in range(1, ahead + 1):
-            ri = min(max(ci + round(k * du / step), 0), h.n_rec_u - 1)
-            rj = cj + round(k * dv / step)
-            nxt = window_block(h, ri, rj if h.periodic_v else min(max(rj, 0), h.n_rec_v - 1), wu, wv)
-            wanted += new_strips(prev, nxt)
-            prev = nxt
-        if drop:
-            corridor = RecordBlock(min(new.ri0, prev.ri0), max(new.ri1, prev.ri1), min(new.rj0, prev.rj0),
-                                   max(new.rj1, prev.rj1))
+            wanted, ends = new_strips(new, ring), [ring]
+        else:
+            du, dv = self._pace()
+            wanted, last = self._line(new, du, dv, ahead)
+            ends = [last]
+        if old is not None:
+            corridor = RecordBlock(min(b.ri0 for b in (new, *ends)), max(b.ri1 for b in (new, *ends)),
+                                   min(b.rj0 for b in (new, *ends)), max(b.rj1 for b in (new, *ends)))
             for b in [b for b, f in self._held.items() if not f.done() and not _overlaps(b, corridor)]:
                 self._held.pop(b).cancel()
         self._request(wanted)

@@ -208,8 +208,6 @@ class StorageWindow:
         assert self.block is not None
         if max(abs(block.ri0 - self.block.ri0), abs(block.rj0 - self.block.rj0)) < max(min_shift, 1):
             return False
-        if self._supply is not None:
-            self._supply.note(u, v, self.wait_s)
         self._place(block)
         self.updates += 1
         return True
@@ -261,7 +259,7 @@ class StorageWindow:
                 self.stalls += waited
                 self._unaccepted += waited
                 self.hidden += not waited
-            self._supply.moved(new)
+            self._supply.moved(old, new)
         i0, i1, j0, j1 = h.block_points(new)
         self.ip[[L.IP_I_LO, L.IP_I_HI, L.IP_J_LO, L.IP_J_HI]] = (i0, i1, j0, j1)
         self.block = new

@@ -289,8 +289,9 @@ def test_prefetch_hides_updates_and_keeps_data_identical(sample_tables):
     src = LocalSource(sample_tables / "ground.zarr")
     h = src.header
     plain, pre = (StorageWindow(src, (3, 5), centre=(0.0, h.v0 + 20 * h.dv), prefetch=p) for p in (False, True))
-    for k in range(300):  # the contact point moving steadily along +v
+    for k in range(300):  # the contact point moving steadily along +v (tracked, as simulate tracks it)
         v = h.v0 + (20 + k) * h.dv
+        pre.track(0.0, v)
         for w in (plain, pre):
             w.update(0.0, v)
         if k % 37 == 0:

@@ -140,8 +140,8 @@ def test_delay_proxy_adds_its_latency_to_each_request_and_overlaps_concurrent_on
 
 def test_bench_latency_gives_the_folders_results_through_the_store_and_the_bucket(sample_tables, tmp_path):
     """The latency benchmark on a small terrain (400 x 400 points, 0.08 s), 10 ms away: the runs through
-    the store and from the bucket give the folder's results to the last bit, and every row is
-    complete."""
+    the store, from the bucket and through a store in front of the bucket give the folder's results
+    to the last bit, and every row is complete."""
     import shutil
 
     import preprocess.samples
@@ -154,7 +154,7 @@ def test_bench_latency_gives_the_folders_results_through_the_store_and_the_bucke
     assert res["terrain"]["points"] == 160000
     for case, rows in res["cases"].items():
         assert rows["folder"]["updates"] > 0 and rows["folder"]["stalls"] == rows["folder"]["updates"], case
-        for source in ("store", "bucket"):
+        for source in latency.SOURCES:
             row = rows[source]["10"]
             assert row["same_results"], (case, source)
             assert row["updates"] == rows["folder"]["updates"] and row["stalls"] <= row["updates"], (case, source)

@@ -711,3 +711,96 @@ def test_eight_concurrent_previews_of_200_mb_records_are_refused_at_once(tmp_pat
             answers = list(pool.map(one, range(8)))
         assert all(code == 413 and dt < 1.0 and "limit" in detail for code, dt, detail in answers), answers
         assert proc.memory_info().rss - rss0 < 100e6
+
+
+_LINKED = ["zarr.json", "points", "points/zarr.json", "points/c", "points/c/1", "points/c/1/1", "points/c/1/1/0"]
+_READS = ["/v1/surfaces/a", "/v1/surfaces/a/records/1/1", "/v1/surfaces/a/records/0/0",
+          "/v1/surfaces/a/block?ri0=0&ri1=2&rj0=0&rj1=2", "/v1/surfaces/a/window?ri=1&rj=1&wu=3&wv=3",
+          "/v1/surfaces/a/preview?n=16", "/zarr/a/zarr.json", "/zarr/a/points/zarr.json", "/zarr/a/points/c/1/1/0"]
+
+
+@pytest.mark.parametrize("linked", _LINKED)
+def test_a_link_in_any_position_of_a_table_serves_nothing_from_outside(tmp_path, linked):
+    """One file or folder of a table (``linked``) replaced by a link to the same file of another
+    table outside the root (another sphere: other bytes everywhere): every endpoint answers either
+    exactly what it answered before the link (what does not read it) or a JSON error naming no
+    outside path, never the outside bytes; the listing keeps the other tables."""
+    import shutil
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    _build(root, "a")
+    _build(root, "b")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build_surface(parse_surface("a", {"family": "sphere", "radius": 0.03, "u_range_deg": [-80, 80],
+                                          "grid": [40, 50], "record": [9, 7]}), outside, overwrite=True)
+    before = {path: _in_process(root)(path) for path in _READS}
+    assert all(r.status_code == 200 for r in before.values())
+    target, inside = outside / "a.zarr" / linked, root / "a.zarr" / linked
+    if inside.is_dir():
+        shutil.rmtree(inside)
+    else:
+        inside.unlink()
+    inside.symlink_to(target, target_is_directory=target.is_dir())
+    get = _in_process(root)
+    for path in _READS:
+        r = get(path)
+        if r.status_code == 200:
+            assert r.content == before[path].content, (linked, path)
+        else:
+            assert r.status_code in (404, 503) and r.headers["content-type"].startswith("application/json"), \
+                (linked, path, r.status_code)
+            assert str(tmp_path) not in r.text and "outside" not in r.text, (linked, path, r.text)
+    listing = {t["name"]: t["status"] for t in get("/v1/surfaces").json()}
+    assert listing["b"] == "ok", listing
+    if linked == "zarr.json":  # (the header itself: the table is not listed as readable)
+        assert listing.get("a", "unreadable") == "unreadable", listing
+
+
+_EVIL = "<img src=x onerror=alert(1)>\r\nX-Evil: 1"
+
+
+@pytest.mark.parametrize("field", ["created", "codec", "format", "fields", "extras", "source.family", "source.name"])
+def test_markup_and_cr_lf_in_any_header_string_is_refused_or_kept_as_data(tmp_path, field):
+    """Markup with CR/LF in each string a table's header holds: that table is listed unreadable with
+    a reason, or (a free-text field of its source) served as the same string inside JSON; no
+    response header carries it, and the tables after it stay listed and served."""
+    for name in ("a", "b", "c"):
+        _build(tmp_path, name)
+    meta = tmp_path / "b.zarr" / "zarr.json"
+    doc = json.loads(meta.read_text())
+    h = doc["attributes"]["surface"]
+    key, _, sub = field.partition(".")
+    if sub:
+        h[key][sub] = _EVIL
+    else:
+        h[key] = [_EVIL] if isinstance(h[key], list) else _EVIL
+    meta.write_text(json.dumps(doc))
+    get = _in_process(tmp_path)
+    listing = {t["name"]: t for t in get("/v1/surfaces").json()}
+    assert listing["a"]["status"] == listing["c"]["status"] == "ok"
+    assert get("/v1/surfaces/c/records/0/0").status_code == 200
+    r = get("/v1/surfaces/b")
+    assert not any("X-Evil" in k or "X-Evil" in v for k, v in r.headers.items())
+    if r.status_code == 200:  # kept as data: the very string, in JSON
+        assert listing["b"]["status"] == "ok" and r.headers["content-type"] == "application/json"
+        assert sub and r.json()[key][sub] == _EVIL
+    else:
+        assert r.status_code == 503 and r.json()["error"] == "table_unreadable"
+        assert listing["b"]["status"] == "unreadable" and listing["b"]["detail"]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "padded", "empty"])
+def test_a_chunk_of_the_wrong_size_is_a_503_for_its_record_only(tmp_path, damage):
+    """A record's chunk file cut short, lengthened or emptied: that record (and blocks, windows and
+    previews holding it) answers 503 ``record_corrupt``; the other records are served."""
+    t = _build(tmp_path, "a")
+    chunk = t.path / "points" / "c" / "1" / "1" / "0"
+    data = chunk.read_bytes()
+    chunk.write_bytes({"truncated": data[:len(data) // 2], "padded": data + data[:100], "empty": b""}[damage])
+    get = _in_process(tmp_path)
+    for path in ("/v1/surfaces/a/records/1/1", "/v1/surfaces/a/block?ri0=0&ri1=2&rj0=0&rj1=2",
+                 "/v1/surfaces/a/window?ri=1&rj=1&wu=3&wv=3", "/v1/surfaces/a/preview?n=64"):
+        r = get(path)
+        assert r.status_code == 503 and r.json()["error"] == "record_corrupt", (damage, path, r.status_code)
+    assert get("/v1/surfaces/a/records/0/0").status_code == 200

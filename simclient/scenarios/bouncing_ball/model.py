@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +63,12 @@ def bouncing_ball(ball: str | Source, ground: str | Source, params: BallParams =
     p = params
     kw = source_kwargs or {}
     t_setup = time.perf_counter()
-    src_ball = ball if not isinstance(ball, str) else open_surface(ball, **kw)
-    src_ground = ground if not isinstance(ground, str) else open_surface(ground, **kw)
-    src_chart = chart if not isinstance(chart, str) else open_surface(chart, **kw)
+    def opened(src: str | Source | None) -> Source | None:
+        return open_surface(src, **kw) if isinstance(src, str) else src
+    # (concurrently: tables a round trip away cost one round trip, not one each; so do the first windows)
+    with ThreadPoolExecutor(3) as pool:
+        src_ball, src_ground, src_chart = pool.map(opened, (ball, ground, chart))
+    assert src_ball is not None and src_ground is not None
     if in_memory:
         src_ball, src_ground = MemorySource.load(src_ball), MemorySource.load(src_ground)
         src_chart = None if src_chart is None else MemorySource.load(src_chart)
@@ -78,9 +82,14 @@ def bouncing_ball(ball: str | Source, ground: str | Source, params: BallParams =
     def ball_window(src: Source) -> StorageWindow:
         return StorageWindow(src, p.window_ball, p.interpolation,
                              centre=(0.0, 0.0) if src.header.u0 <= 0 <= src.header.u1 else None, prefetch=p.prefetch)
-    w_ball, w_chart = ball_window(src_ball), None if src_chart is None else ball_window(src_chart)
-    w_ground = StorageWindow(src_ground, p.window_ground, p.interpolation,
+    def ground_window(src: Source) -> StorageWindow:
+        return StorageWindow(src, p.window_ground, p.interpolation,
                              centre=(0.0, p.x0) if hg.v0 <= p.x0 <= hg.v1 else None, prefetch=p.prefetch)
+    with ThreadPoolExecutor(3) as pool:
+        first = [pool.submit(ball_window, src_ball), pool.submit(ground_window, src_ground),
+                 None if src_chart is None else pool.submit(ball_window, src_chart)]
+        w_ball, w_ground, w_chart = (None if f is None else f.result() for f in first)
+    assert w_ball is not None and w_ground is not None
     read = {"ball": w_ball, "ground": w_ground, **({} if w_chart is None else {"ball_chart": w_chart})}
     ball_body = Body("ball", mass=p.mass, inertia=np.eye(3) * 0.4 * p.mass * p.radius**2,
                      position=np.array([p.x0, 0.0, p.radius + p.gap]), velocity=np.array([p.vx, p.vy, 0.0]))
