@@ -61,6 +61,7 @@ class RecordSupply:
         self.ahead = 0  # records ahead, last chosen
         # the contact point's positions: (wall time, wall time less the waits (s), record coordinates in u and v)
         self._track: deque[tuple[float, float, float, float]] = deque(maxlen=history)
+        self._next_note = 0.0  # (s, time.perf_counter) the next position is kept from
         self._planned: tuple[RecordBlock | None, int] = (None, 0)  # (placement, records ahead) requested
 
     # -- fetching --------------------------------------------------------------------------------
@@ -187,8 +188,9 @@ class RecordSupply:
         """Keep the contact point's position (u, v) for its pace (see :meth:`track`); False where
         the last was kept less than :data:`SAMPLE_EVERY` ago."""
         now = time.perf_counter()
-        if self._track and now - self._track[-1][0] < SAMPLE_EVERY:
+        if now < self._next_note:
             return False
+        self._next_note = now + SAMPLE_EVERY
         h = self.header
         # (the pace on the run's own clock, the waits taken out: what it would be with nothing waited for)
         self._track.append((now, now - waited_s, (u - h.u0) / (h.du * h.u_pts), (v - h.v0) / (h.dv * h.v_pts)))

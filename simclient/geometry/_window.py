@@ -175,10 +175,10 @@ class StorageWindow:
     def track(self, u: float, v: float) -> None:
         """The contact point of an accepted state is at (u, v): with ``prefetch``, what fetching
         ahead follows (:meth:`RecordSupply.track`); nothing without."""
-        if self._supply is not None:
-            assert self.block is not None
+        supply = self._supply
+        if supply is not None:
             self._unaccepted = 0
-            self._supply.track(u, v, self.block, self.wait_s)
+            supply.track(u, v, self.block, self.wait_s)  # type: ignore[arg-type]  # (placed since __init__)
 
     def time_to_edge(self, u: float, v: float, rate_u: float, rate_v: float) -> float:
         """Time (s) until the parameter point (u, v), moving at (``rate_u``, ``rate_v``) (parameter
