@@ -121,14 +121,17 @@ def _impacts(system: MultibodySystem, contact: ContactModel, res: SimulationResu
     """Each impact's largest indentation (the dense output sampled at 21 instants, then the
     maximum located by Brent's minimizer to 1e-12 s), its duration, and the energy drift (J, relative)
     over up to 400 of the steps. Probes run compiled where the system compiles, on windows moved to
-    each impact's start (the run has moved them on since; an impact moves its contact point far less
-    than a record)."""
-    gap = gap_probe(system, compile_system(system)[0])
+    each state probed first (the run has moved them on since, and a ball rolling in contact takes
+    its contact point across many records: a window left behind gives the gap at its edge)."""
+    probe = gap_probe(system, compile_system(system)[0])
+
+    def gap(c: ContactModel, y: np.ndarray) -> float:
+        system.place_windows(y)
+        return probe(c, y)
     onsets = [e for e in res.events if e["type"] == "onset"]
     seps = [e for e in res.events if e["type"] == "separation"]
     max_ind, durations, t_max = [], [], []
     for k, on in enumerate(onsets):
-        system.place_windows(res.sol(on["t"]))
         t1 = seps[k]["t"] if k < len(seps) else res.t[-1]
         ts = np.linspace(on["t"], t1, 21)
         ind = np.array([-gap(contact, res.sol(t)) for t in ts])
