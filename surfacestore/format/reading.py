@@ -90,6 +90,12 @@ class FolderFiles:
         finally:
             os.close(fd)
 
+    def read_versioned(self, rel: str, limit: int) -> tuple[bytes, Any]:
+        """:meth:`read` and the :meth:`version` taken before it (a rebuild in between shows as a
+        changed version, never as a new version taken for the old content)."""
+        version = self.version(rel)
+        return self.read(rel, limit), version
+
     def read_range(self, rel: str, offset: int, nbytes: int) -> bytes:
         fd, _ = self._open(rel)
         try:
@@ -130,10 +136,8 @@ class Table:
         self.remote = objects.is_object_url(self.location)
         self._files: Any = objects.ObjectFiles(self.location) if self.remote else FolderFiles(Path(self.location))
         try:
-            # the version of the group metadata, taken before reading it: a rebuild in between
-            # shows as a changed version (is_current), never as a new version taken for the old
-            self._version = self._files.version("zarr.json")
-            meta = self._files.read("zarr.json", _MAX_METADATA_BYTES)
+            # the group metadata and a version that is never newer than what was read (is_current)
+            meta, self._version = self._files.read_versioned("zarr.json", _MAX_METADATA_BYTES)
             if len(meta) > _MAX_METADATA_BYTES:
                 raise ValueError(f"zarr.json is larger than {_MAX_METADATA_BYTES} bytes")
             attrs = json.loads(meta)["attributes"]["surface"]
