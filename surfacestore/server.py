@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import Counter
 import os
 import resource
+from collections import Counter
 from typing import Any
 
 from fastapi import FastAPI

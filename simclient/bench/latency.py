@@ -93,8 +93,8 @@ def _run(where: Sequence[str], ground: str, case: str, *, t_end: float, x0: floa
 
 
 def _row(runs: list[dict[str, Any]], local: dict[str, Any] | None) -> dict[str, Any]:
-    """Medians over repeated runs of one case and source; ``same`` compares the last run's results
-    with the folder's."""
+    """Medians over repeated runs of one case and source; with the folder's row ``local``,
+    ``same_results`` compares the last run's results with the folder's."""
     last = runs[-1]
     wall = statistics.median(r["setup_s"] + r["wall_s"] for r in runs)
     windows = last["windows"]
@@ -153,8 +153,8 @@ def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | Non
         store = stack.enter_context(StoreProcess(folder))
         s3 = stack.enter_context(S3Server())
         say("uploading the tables to the local S3 API")
-        for name in (ground, "ball_rolling", "ball_333"):
-            with aws_environment(s3.aws_env()):
+        with aws_environment(s3.aws_env()):
+            for name in (ground, "ball_rolling", "ball_333"):
                 objects.publish(folder / f"{name}.zarr", f"s3://{s3.bucket}/latency/{name}.zarr", overwrite=True)
         for ms in latencies_ms:
             with DelayProxy(store.url, ms / 1e3) as to_store, DelayProxy(s3.url, ms / 1e3) as to_bucket:
@@ -212,8 +212,9 @@ def report(r: dict[str, Any]) -> str:
 
 
 def _report_row(case: str, source: str, ms: str, x: dict[str, Any]) -> str:
-    same = "" if "same_results" not in x else "yes" if x["same_results"] else "NO"
-    failed = f"{x['stalls_discarded']:6d}" if "stalls_discarded" in x and "same_results" in x else f"{'-':>6s}"
+    remote = "same_results" in x  # (the folder's row: no fetching ahead, nothing to compare)
+    same = ("yes" if x["same_results"] else "NO") if remote else ""
+    failed = f"{x['stalls_discarded']:6d}" if remote else f"{'-':>6s}"
     return (f"  {case:8s} {source:17s} {ms:>5s} {x['wall_s']:7.3f} {x['setup_s']:6.3f} {x['ratio']:6.2f} "
             f"{x['wait_s']:7.3f} {x['updates']:6d} {x['stalls']:6d} {failed} {x['requests']:8d} "
             f"{x['bytes'] / 1e6:7.1f} {x['peak_rss_MB']:7.1f} {same}")

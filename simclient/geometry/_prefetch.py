@@ -117,19 +117,23 @@ class RecordSupply:
         (in v, past the ends where it is periodic): a window that jumps where nothing was fetched
         ahead, as while an event is located, mostly jumps about there again, and one larger read
         costs a distant source far less than the round trips it saves."""
-        h = self.header
         m = min(max(math.ceil(self.fetch_s / 0.01), 1), 8) if self.fetch_s is not None else 1
+        box = RecordBlock(min(p.ri0 for p in pieces), max(p.ri1 for p in pieces), min(p.rj0 for p in pieces),
+                          max(p.rj1 for p in pieces))
         while True:
-            ri0, ri1 = max(min(p.ri0 for p in pieces) - m, 0), min(max(p.ri1 for p in pieces) + m, h.n_rec_u)
-            rj0, rj1 = min(p.rj0 for p in pieces) - m, max(p.rj1 for p in pieces) + m
-            if not h.periodic_v:
-                rj0, rj1 = max(rj0, 0), min(rj1, h.n_rec_v)
-            else:  # (a turn at most: more would read records twice)
-                rj1 = min(rj1, rj0 + h.n_rec_v)
-            block = RecordBlock(ri0, ri1, rj0, rj1)
+            block = self._grown(box, m, m)
             if m == 0 or block.n_records <= self.keep // 4:  # (large records: a smaller margin)
                 return block
             m -= 1
+
+    def _grown(self, b: RecordBlock, mu: int, mv: int) -> RecordBlock:
+        """``b`` with ``mu`` records more on either side in u and ``mv`` in v, within the table (in
+        v, past its ends where it is periodic, but a turn at most: more would read records twice)."""
+        h = self.header
+        ri0, ri1, rj0, rj1 = max(b.ri0 - mu, 0), min(b.ri1 + mu, h.n_rec_u), b.rj0 - mv, b.rj1 + mv
+        if not h.periodic_v:
+            rj0, rj1 = max(rj0, 0), min(rj1, h.n_rec_v)
+        return RecordBlock(ri0, ri1, rj0, min(rj1, rj0 + h.n_rec_v))
 
     def _lag(self, b: RecordBlock, ri: int, rj: int) -> int | None:
         """The turns (in records, a multiple of the period in v; 0 where the table is not
@@ -198,7 +202,7 @@ class RecordSupply:
 
     def moved(self, old: RecordBlock | None, new: RecordBlock) -> None:
         """After the window moved from ``old`` (None: its first placement) to ``new``: request the
-        travel ahead, and the move's continuation; drop what it no longer heads for."""
+        travel ahead; drop what it no longer heads for."""
         self._plan(new, old)
 
     def _pace(self) -> tuple[float, float]:
@@ -212,7 +216,8 @@ class RecordSupply:
     def _ahead(self) -> int:
         """Records ahead to request: the next move's shift (half the window along the travel: a
         window re-centres once the point reaches its border record), as far as the point travels
-        at its pace in twice the time a fetch takes, and one more (none while it does not travel)."""
+        at its pace in twice the time a fetch takes, and one more, and at least :meth:`_cheap`
+        (none while it does not travel)."""
         du, dv = self._pace()
         speed = max(abs(du), abs(dv))
         if speed == 0.0:
@@ -248,24 +253,17 @@ class RecordSupply:
         """Request the strips of the windows ahead of ``new`` along the point's travel (the ring
         round it while no travel is known); after a move from ``old``, cancel the fetches still
         running off that corridor (the window went another way)."""
-        h, (wu, wv) = self.header, self.extent
+        wu, wv = self.extent
         self.ahead = ahead = self._ahead()
         self._planned = (new, ahead)
         if ahead == 0:  # no travel known yet: the next move may go any way, by half a window
-            ring = RecordBlock(max(new.ri0 - wu // 2, 0), min(new.ri1 + wu // 2, h.n_rec_u), new.rj0 - wv // 2,
-                               new.rj1 + wv // 2)
-            if not h.periodic_v:
-                ring = RecordBlock(ring.ri0, ring.ri1, max(ring.rj0, 0), min(ring.rj1, h.n_rec_v))
-            elif ring.rj1 - ring.rj0 > h.n_rec_v:
-                ring = RecordBlock(ring.ri0, ring.ri1, new.rj0, new.rj0 + h.n_rec_v)
-            wanted, ends = new_strips(new, ring), [ring]
+            end = self._grown(new, wu // 2, wv // 2)
+            wanted = new_strips(new, end)
         else:
-            du, dv = self._pace()
-            wanted, last = self._line(new, du, dv, ahead)
-            ends = [last]
+            wanted, end = self._line(new, *self._pace(), ahead)
         if old is not None:
-            corridor = RecordBlock(min(b.ri0 for b in (new, *ends)), max(b.ri1 for b in (new, *ends)),
-                                   min(b.rj0 for b in (new, *ends)), max(b.rj1 for b in (new, *ends)))
+            corridor = RecordBlock(min(new.ri0, end.ri0), max(new.ri1, end.ri1), min(new.rj0, end.rj0),
+                                   max(new.rj1, end.rj1))
             for b in [b for b, f in self._held.items() if not f.done() and not _overlaps(b, corridor)]:
                 self._held.pop(b).cancel()
         self._request(wanted)

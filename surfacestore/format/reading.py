@@ -332,17 +332,19 @@ class Table:
         ri, sj = keys[0][0], keys[0][1] // k
         leaf = "/0" if array == "points" else ""
         shard = f"{array}/c/{ri}/{sj}{leaf}"
+        def alone() -> dict[tuple[int, int], np.ndarray]:  # (each record read alone says what is wrong)
+            return {key: self._decode(array, *key, self._read_encoded(array, *key)) for key in keys}
         try:
             index = self._read_shard_index(array, ri, sj, shard)
         except StorageUnavailable:
             raise
-        except OSError:  # (a missing or unreadable shard: each record says so as read alone)
-            return {key: self._decode(array, *key, self._read_encoded(array, *key)) for key in keys}
+        except OSError:  # (a missing or unreadable shard)
+            return alone()
         spans = []
         for key in keys:
             offset, nbytes = (int(x) for x in index[key[1] % k])
             if offset == _UNWRITTEN or nbytes > _MAX_STORED_RECORD:
-                return {key: self._decode(array, *key, self._read_encoded(array, *key)) for key in keys}  # (says why)
+                return alone()
             spans.append((offset, nbytes, key))
         spans.sort()
         out: dict[tuple[int, int], np.ndarray] = {}
