@@ -44,7 +44,7 @@ from typing import Any
 from preprocess.errors import DefinitionError, PreprocessError
 from preprocess.spec import Placement, SurfaceSpec, parse_surface, sample_points, spec_source
 from surfacestore.errors import SurfaceStoreError
-from surfacestore.format import SHARD_TARGET_BYTES, Table, create_table, open_table, table_location
+from surfacestore.format import SHARD_TARGET_BYTES, Table, create_table, open_table, shard_records, table_location
 
 __all__ = ["Placement", "SurfaceSpec", "load_spec", "parse_surface", "build_surface", "sample_points",
            "spec_source", "is_current", "fit_to_table"]
@@ -86,7 +86,8 @@ def is_current(spec: SurfaceSpec, out_dir: str | Path) -> bool:
     except SurfaceStoreError:
         return False
     return (h.source == json.loads(json.dumps(spec_source(spec)))
-            and (h.u_npts, h.v_npts, h.u_pts, h.v_pts) == (*spec.grid, *spec.record) and h.codec == spec.codec)
+            and (h.u_npts, h.v_npts, h.u_pts, h.v_pts) == (*spec.grid, *spec.record) and h.codec == spec.codec
+            and h.shard_records == shard_records(spec.shard, *spec.record, h.n_rec_u, h.n_rec_v))
 
 
 def build_surface(spec: SurfaceSpec, out_dir: str | Path, *, overwrite: bool = False,

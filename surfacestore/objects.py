@@ -132,6 +132,17 @@ class ObjectFiles:
         return bytes(_call(f"{self.url}/{rel}",
                            lambda: obstore.get_range(self._store, self._key(rel), start=offset, length=nbytes)))
 
+    def read_tail(self, rel: str, nbytes: int) -> tuple[bytes, int]:
+        """The last ``nbytes`` bytes of ``rel`` (all of it where it is shorter) and its size, in
+        one request (a suffix range)."""
+        import obstore
+
+        def get() -> tuple[bytes, int]:
+            res = obstore.get(self._store, self._key(rel), options={"range": {"suffix": nbytes}})
+            return res.bytes().to_bytes(), int(res.meta["size"])
+        data: tuple[bytes, int] = _call(f"{self.url}/{rel}", get)
+        return data
+
     def size(self, rel: str) -> int:
         return int(self._head(rel)["size"])
 

@@ -49,4 +49,3 @@ def store(sample_tables):
     s = StoreProcess(sample_tables)
     yield s
     s.stop()
-

@@ -249,6 +249,9 @@ class ContactPair:
             rate = (probe.params - x) / dt
         else:
             return math.inf
+        if last is None and (self.wi.prefetch or self.wj.prefetch):  # (where the points head, for fetching ahead)
+            self.wi.head(rate[0], rate[1])
+            self.wj.head(rate[2], rate[3])
         return min(self.wi.time_to_edge(x[0], x[1], rate[0], rate[1]),
                    self.wj.time_to_edge(x[2], x[3], rate[2], rate[3]))
 

@@ -2,21 +2,29 @@
 
 A window with ``prefetch`` keeps, besides its own records, a :class:`RecordSupply`: the strips of
 records it fetched lately (a window moved back, as an integrator's rejected step or an event's
-location does, finds them there; over a table periodic in v, a turn later too) and fetches running
-ahead of it. The supply follows the contact point: the window tells it where the point is at every
-accepted state of an integration (:meth:`RecordSupply.track`) and at every move (a detection's
-walk, at an integrator's trial stages, then finds the records ahead of it too). From the last
-``history`` positions (the net displacement over the wall time between them, less the time waited
-for fetches: moves back and forth about one place are no travel) it takes the point's pace in
-records per second, and requests the strips of the windows on the point's way: the next move's
-shift, what the pace reaches within twice the measured fetch time, and one record more, and at
-least as far as :data:`AHEAD_BYTES` of records reach (at most ``max_ahead`` records, and half of
-what it keeps), several at once (a distant source's requests overlap their round trips), nearest
-first; it does so at every move, and between moves as soon as the pace is known or calls for more.
-While no pace is known (the first window) it requests the ring of records one move deep all
-round. Memory is bounded: strips fetched ahead that
-leave the corridor are dropped, and the least recently used of the others go once they hold more
-than ``keep_mb`` (MB; at least four windows' worth of records).
+location does, finds them there; over a table periodic in v, a turn later too; a record fetched
+already is never waited for again) and fetches running ahead of it.
+
+- A table no larger than what the supply keeps (:data:`KEEP_MB`) is requested whole at the first
+  window (the ring round it first, then the rest in a few blocks), and nothing later.
+- Otherwise, before the first window is read, the ring of records one move deep round it is
+  requested; once told where the contact point heads (:meth:`RecordSupply.head`: the rate of its
+  parameters at the first accepted state, before any contact), the records either way along that
+  as far as :data:`AHEAD_BYTES` reach (an impact's trial steps walk the windows far along the
+  travel, back and forth, before any pace is known).
+- Then the supply follows the contact point: the window tells it where the point is at every
+  accepted state of an integration (:meth:`RecordSupply.track`) and at every move. From the last
+  ``history`` positions (the net displacement over the wall time between them, less the time
+  waited for fetches: moves back and forth about one place are no travel) it takes the point's
+  pace in records per second, and requests the strips of the windows on the point's way: the
+  next move's shift, what the pace reaches within twice the measured fetch time, and one record
+  more, at least as far as :data:`AHEAD_BYTES` reach (at most ``max_ahead`` records); when that
+  lead runs short, as far again as is cheap, in one request (a source's requests cost it more
+  than their bytes); and behind as far as is cheap (held already along a path travelled).
+  Requests run several at once (a distant source's round trips overlap), nearest first.
+
+Memory is bounded: fetches still running off the corridor are cancelled, and the least recently
+used strips go once they hold more than ``keep_mb`` (MB; at least four windows' worth of records).
 """
 
 from __future__ import annotations
@@ -39,6 +47,8 @@ SAMPLE_EVERY = 0.005
 #: the bytes of records fetched ahead however slow the travel (one round trip's worth; at most
 #: ``max_ahead`` records)
 AHEAD_BYTES = 1e6
+#: the most records a supply keeps by default (MB); a table no larger is fetched whole
+KEEP_MB = 8.0
 
 
 class RecordSupply:
@@ -46,12 +56,16 @@ class RecordSupply:
     ``read(block)`` (a block of records -> its points) in ``workers`` threads."""
 
     def __init__(self, header: Header, extent: tuple[int, int], read: Callable[[RecordBlock], np.ndarray],
-                 name: str, workers: int = 4, max_ahead: int = 32, history: int = 16, keep_mb: float = 8.0) -> None:
+                 name: str, workers: int = 8, max_ahead: int = 32, history: int = 16, keep_mb: float | None = None) -> None:
         self.header, self.extent, self._read = header, extent, read
         self.max_ahead = max_ahead
         self.record_bytes = header.u_pts * header.v_pts * NFIELDS * 8
+        keep_mb = KEEP_MB if keep_mb is None else keep_mb
         self.keep = max(int(keep_mb * 1e6 / self.record_bytes), 4 * extent[0] * extent[1])  # (records)
         self._period = header.n_rec_v if header.periodic_v else 0
+        #: the table is small enough to be held whole: requested at the first window, nothing later
+        self.whole = header.n_rec_u * header.n_rec_v <= self.keep
+        self._asked_all = False
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix=f"prefetch-{name}")
         self._held: OrderedDict[RecordBlock, Future[np.ndarray]] = OrderedDict()
         self._lock = threading.Lock()
@@ -63,6 +77,7 @@ class RecordSupply:
         self._track: deque[tuple[float, float, float, float]] = deque(maxlen=history)
         self._next_note = 0.0  # (s, time.perf_counter) the next position is kept from
         self._planned: tuple[RecordBlock | None, int] = (None, 0)  # (placement, records ahead) requested
+        self._heading: tuple[float, float] | None = None  # the point's direction (records in u and v), told
 
     # -- fetching --------------------------------------------------------------------------------
 
@@ -146,9 +161,15 @@ class RecordSupply:
         k = (rj - b.rj0) % self._period
         return rj - b.rj0 - k if k < b.rj1 - b.rj0 else None
 
-    def _holder(self, s: RecordBlock) -> tuple[RecordBlock, int] | None:
-        """The newest strip held that holds all of ``s``, and the lag of ``s`` in it."""
-        for b in reversed(self._held):
+    def _newest(self) -> list[RecordBlock]:
+        """The strips held, those fetched first (newest first), then those still being fetched: a
+        record read already is never waited for again."""
+        held = list(reversed(self._held))
+        return [b for b in held if self._held[b].done()] + [b for b in held if not self._held[b].done()]
+
+    def _holder(self, s: RecordBlock, held: list[RecordBlock] | None = None) -> tuple[RecordBlock, int] | None:
+        """The strip of ``held`` (default :meth:`_newest`) that holds all of ``s``, and the lag of ``s`` in it."""
+        for b in self._newest() if held is None else held:
             lag = self._lag(b, s.ri0, s.rj0)
             if lag is not None and s.ri1 <= b.ri1 and s.rj1 - lag <= b.rj1:
                 return b, lag
@@ -162,10 +183,11 @@ class RecordSupply:
         if whole is not None:
             return [(whole[0], s, whole[1])]
         parts: list[tuple[RecordBlock | None, RecordBlock, int]] = []
+        held = self._newest()
         for ri in range(s.ri0, s.ri1):
             rj = s.rj0
             while rj < s.rj1:
-                blk, lag = next(((b, g) for b in reversed(self._held) if (g := self._lag(b, ri, rj)) is not None),
+                blk, lag = next(((b, g) for b in held if (g := self._lag(b, ri, rj)) is not None),
                                 (None, 0))
                 end = min(blk.rj1 + lag, s.rj1) if blk is not None else rj + 1
                 last = parts[-1] if parts else None
@@ -188,6 +210,17 @@ class RecordSupply:
         if planned != block or self._ahead() > ahead:
             self._plan(block)
 
+    def head(self, rate_u: float, rate_v: float, block: RecordBlock) -> None:
+        """The contact point heads along (``rate_u``, ``rate_v``) (the table's parameters per
+        second, of any clock: a direction) while the window holds ``block``: while no pace is
+        known, request the records either way along it (:meth:`_unknown_way`)."""
+        h = self.header
+        heading = (rate_u / (h.du * h.u_pts), rate_v / (h.dv * h.v_pts))
+        if self._pace() != (0.0, 0.0) or not max(abs(heading[0]), abs(heading[1])) > 0:
+            return
+        self._heading = heading
+        self._plan(block)
+
     def note(self, u: float, v: float, waited_s: float) -> bool:
         """Keep the contact point's position (u, v) for its pace (see :meth:`track`); False where
         the last was kept less than :data:`SAMPLE_EVERY` ago."""
@@ -199,6 +232,14 @@ class RecordSupply:
         # (the pace on the run's own clock, the waits taken out: what it would be with nothing waited for)
         self._track.append((now, now - waited_s, (u - h.u0) / (h.du * h.u_pts), (v - h.v0) / (h.dv * h.v_pts)))
         return True
+
+    def first(self, new: RecordBlock) -> None:
+        """Before the first window ``new`` is read: request the ring of records one move deep round
+        it (the next move's, at the same time), or a table held :attr:`whole` all of it."""
+        if self.whole:
+            self._plan(new)
+        else:
+            self._request(self._ring(new)[0])
 
     def moved(self, old: RecordBlock | None, new: RecordBlock) -> None:
         """After the window moved from ``old`` (None: its first placement) to ``new``: request the
@@ -225,8 +266,11 @@ class RecordSupply:
         along_u = abs(du) > abs(dv)
         shift = self.extent[0] // 2 if along_u else self.extent[1] // 2
         lead_s = 2 * self.fetch_s if self.fetch_s is not None else 0.0
-        return min(max(shift + math.ceil(speed * lead_s) + 1, self._cheap(along_u)), self.max_ahead,
-                   max(self.keep // (2 * max(self.extent)), 1))
+        return min(max(shift + math.ceil(speed * lead_s) + 1, self._cheap(along_u)), self.max_ahead, self._most_ahead())
+
+    def _most_ahead(self) -> int:
+        """The most records ahead (or behind) requested: half of what the supply keeps."""
+        return max(self.keep // (2 * max(self.extent)), 1)
 
     def _cheap(self, along_u: bool) -> int:
         """Records along u (or v) that :data:`AHEAD_BYTES` of strips reach: where records are small,
@@ -249,28 +293,75 @@ class RecordSupply:
             prev = nxt
         return strips, prev
 
+    def _unknown_way(self, new: RecordBlock) -> tuple[list[RecordBlock], RecordBlock]:
+        """The strips to request round ``new`` while the point's pace is not known (the first
+        window; the next move may go any way), nearest first, and the block they span: the ring
+        one move deep (:meth:`_ring`), and where a heading was told (:meth:`head`), along it
+        either way as far as :data:`AHEAD_BYTES` reach (an impact's trial steps walk the windows
+        far along the travel, before any pace is known)."""
+        wanted, span = self._ring(new)
+        if self._heading is not None:
+            di, dj = self._heading
+            reach = min(self._cheap(abs(di) > abs(dj)), self._most_ahead())
+            for sign in (1, -1):
+                line, last = self._line(new, sign * di, sign * dj, reach)
+                wanted += line
+                span = _hull(span, last)
+        return wanted, span
+
+    def _ring(self, new: RecordBlock) -> tuple[list[RecordBlock], RecordBlock]:
+        """The strips of the ring of records one move (half a window) deep round ``new``, and the block it spans."""
+        ring = self._grown(new, self.extent[0] // 2, self.extent[1] // 2)
+        return new_strips(new, ring), ring
+
+    def _all(self, new: RecordBlock) -> list[RecordBlock]:
+        """The strips of the whole table but ``new``: the ring round it first (:meth:`_ring`), then
+        the rest in at most four blocks (few requests: a bucket's cost it more than their bytes)."""
+        h = self.header
+        wanted, ring = self._ring(new)
+        rj0 = ring.rj0 if h.periodic_v else 0  # (a periodic table's turn from the ring's start)
+        whole = RecordBlock(0, h.n_rec_u, rj0, rj0 + h.n_rec_v)
+        return wanted + new_strips(ring, whole)
+
     def _plan(self, new: RecordBlock, old: RecordBlock | None = None) -> None:
-        """Request the strips of the windows ahead of ``new`` along the point's travel (the ring
-        round it while no travel is known); after a move from ``old``, cancel the fetches still
-        running off that corridor (the window went another way)."""
-        wu, wv = self.extent
+        """Request the strips of the windows ahead of ``new`` along the point's travel (while no
+        travel is known, those of :meth:`_unknown_way`), and behind as far as is cheap; after a
+        move from ``old``, cancel the fetches still running off that corridor (the window went
+        another way). A table held :attr:`whole` is requested all at the first plan, and nothing after."""
+        if self.whole:
+            if not self._asked_all:
+                self._asked_all = True
+                self._request(self._all(new))
+            return
         self.ahead = ahead = self._ahead()
         self._planned = (new, ahead)
-        if ahead == 0:  # no travel known yet: the next move may go any way, by half a window
-            end = self._grown(new, wu // 2, wv // 2)
-            wanted = new_strips(new, end)
+        if ahead == 0:
+            wanted, start = self._unknown_way(new)
+            end = start
         else:
-            wanted, end = self._line(new, *self._pace(), ahead)
+            du, dv = self._pace()
+            wanted, end = self._line(new, du, dv, ahead)
+            held = self._newest()
+            if any(self._holder(s, held) is None for s in wanted):
+                # the lead runs short: as far again as is cheap (one request for several moves'
+                # strips, not one each: a source's requests cost it more than their bytes)
+                wanted, end = self._line(new, du, dv, min(ahead + self._cheap(abs(du) > abs(dv)), self._most_ahead()))
+            # and behind, as far as is cheap: where records are small, a trial step's detection that
+            # walks the window back along the travel (friction at an impact) finds them there too
+            # (along a path travelled they are held already: nothing is fetched)
+            back, start = self._line(new, -du, -dv, min(self._cheap(abs(du) > abs(dv)), ahead))
+            wanted += back
         if old is not None:
-            corridor = RecordBlock(min(new.ri0, end.ri0), max(new.ri1, end.ri1), min(new.rj0, end.rj0),
-                                   max(new.rj1, end.rj1))
-            for b in [b for b, f in self._held.items() if not f.done() and not _overlaps(b, corridor)]:
+            corridor = _hull(start, end)
+            for b in [b for b, f in self._held.items() if not f.done() and not _overlaps(b, corridor, self._period)]:
                 self._held.pop(b).cancel()
         self._request(wanted)
 
     def _request(self, strips: list[RecordBlock]) -> None:
         """Fetch, in the background, the strips that none held holds (consecutive ones joined)."""
-        for s in _runs([s for s in strips if self._holder(s) is None]):
+        held = self._newest()
+        most = max(8, self._cheap(True), self._cheap(False))  # (strips a request: as many as are cheap)
+        for s in _runs([s for s in strips if self._holder(s, held) is None], most):
             self._held[s] = self._pool.submit(self._fetch, s)
             self.requests += 1
         self._evict()
@@ -311,8 +402,19 @@ def _runs(strips: list[RecordBlock], most: int = 8) -> list[RecordBlock]:
     return out
 
 
-def _overlaps(a: RecordBlock, b: RecordBlock) -> bool:
-    return a.ri0 < b.ri1 and b.ri0 < a.ri1 and a.rj0 < b.rj1 and b.rj0 < a.rj1
+def _hull(a: RecordBlock, b: RecordBlock) -> RecordBlock:
+    """The smallest block holding ``a`` and ``b``."""
+    return RecordBlock(min(a.ri0, b.ri0), max(a.ri1, b.ri1), min(a.rj0, b.rj0), max(a.rj1, b.rj1))
+
+
+def _overlaps(a: RecordBlock, b: RecordBlock, period: int = 0) -> bool:
+    """Whether ``a`` and ``b`` share a record (in v modulo ``period`` where that is not 0: a
+    periodic table's records numbered a turn apart are the same)."""
+    if not (a.ri0 < b.ri1 and b.ri0 < a.ri1):
+        return False
+    if period:  # (the blocks span a turn or two at most)
+        return any(a.rj0 + k * period < b.rj1 and b.rj0 < a.rj1 + k * period for k in range(-2, 3))
+    return a.rj0 < b.rj1 and b.rj0 < a.rj1
 
 
 def new_strips(old: RecordBlock | None, new: RecordBlock) -> list[RecordBlock]:

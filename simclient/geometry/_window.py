@@ -180,6 +180,13 @@ class StorageWindow:
             self._unaccepted = 0
             supply.track(u, v, self.block, self.wait_s)  # type: ignore[arg-type]  # (placed since __init__)
 
+    def head(self, rate_u: float, rate_v: float) -> None:
+        """The contact point moves at (``rate_u``, ``rate_v``) (parameter units per s): with
+        ``prefetch``, a direction to fetch along before any pace is known
+        (:meth:`RecordSupply.head`); nothing without."""
+        if self._supply is not None:
+            self._supply.head(rate_u, rate_v, self.block)  # type: ignore[arg-type]  # (placed since __init__)
+
     def time_to_edge(self, u: float, v: float, rate_u: float, rate_v: float) -> float:
         """Time (s) until the parameter point (u, v), moving at (``rate_u``, ``rate_v``) (parameter
         units per s), leaves the points the window holds; inf if it never does (at rest, or
@@ -233,6 +240,8 @@ class StorageWindow:
         # fetch everything first: a failing source leaves the window unchanged
         pieces: list[tuple[RecordBlock, np.ndarray | None]] = [(s, None) for s in strips]
         if self._supply is not None:
+            if old is None:  # (the ring round the first window is on its way while that is read)
+                self._supply.first(new)
             pieces = []
             t = time.perf_counter()
             for strip in strips:
@@ -241,9 +250,9 @@ class StorageWindow:
                 waited |= slow
             self.wait_s += time.perf_counter() - t
             missing = [s for s, data in pieces if data is None]
-            if missing:  # one read for all, with a margin (see RecordSupply.around)
+            if missing:  # one read for all, with a margin (see RecordSupply.around; the first window's ring is asked for)
                 waited = True
-                block = self._supply.around(missing)
+                block = self._supply.around(missing) if old is not None else new
                 t = time.perf_counter()
                 read = self._fetch(block, new)
                 self._supply.remember(block, read, time.perf_counter() - t)

@@ -38,7 +38,7 @@ from surfacestore.format.header import (
 )
 from surfacestore.format.reading import Table, open_table
 from surfacestore.format.verify import VerifyReport, check_points, verify_table
-from surfacestore.format.writing import TableWriter, create_table
+from surfacestore.format.writing import TableWriter, create_table, shard_records
 
 __all__ = [
     "FORMAT",
@@ -53,6 +53,7 @@ __all__ = [
     "TableWriter",
     "VerifyReport",
     "create_table",
+    "shard_records",
     "open_table",
     "verify_table",
     "check_points",

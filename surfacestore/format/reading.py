@@ -9,6 +9,7 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,14 @@ class FolderFiles:
         finally:
             os.close(fd)
 
+    def read_tail(self, rel: str, nbytes: int) -> tuple[bytes, int]:
+        """The last ``nbytes`` bytes of ``rel`` (all of it where it is shorter) and its size."""
+        fd, size = self._open(rel)
+        try:
+            return os.pread(fd, min(nbytes, size), max(size - nbytes, 0)), size
+        finally:
+            os.close(fd)
+
     def size(self, rel: str) -> int:
         fd, size = self._open(rel)
         os.close(fd)
@@ -163,6 +172,7 @@ class Table:
         self._stored_size = self.header.record_bytes + 4 if self.header.codec == "none" else 0
         self._decompressor = _decompressor(self.header.codec)
         self._shard_index: dict[tuple[str, int, int], np.ndarray] = {}
+        self._index_reads: dict[tuple[str, int, int], Future[np.ndarray]] = {}  # (being read)
         self._lock = threading.Lock()
 
     @property
@@ -242,17 +252,40 @@ class Table:
                                 [(ri, rj)]) from exc
 
     def _read_shard_index(self, array: str, ri: int, sj: int, shard: str) -> np.ndarray:
+        """Shard (ri, sj)'s index, read once: threads asking for it meanwhile wait for that read
+        (a window and the reads ahead of it start on the same shards at once)."""
         key = (array, ri, sj)
         index = self._shard_index.get(key)
         if index is not None:
             return index
+        with self._lock:
+            reading = self._index_reads.get(key)
+            if reading is None:
+                reading = self._index_reads[key] = Future()
+                mine = True
+            else:
+                mine = False
+        if not mine:
+            return reading.result()  # (its error too)
+        try:
+            index = self._shard_index_read(array, ri, sj, shard)
+            reading.set_result(index)
+        except BaseException as exc:
+            reading.set_exception(exc)
+            raise
+        finally:
+            with self._lock:
+                del self._index_reads[key]
+        return index
+
+    def _shard_index_read(self, array: str, ri: int, sj: int, shard: str) -> np.ndarray:
         k = self.header.shard_records
         size = k * 16 + 4
-        end = self._files.size(shard)
-        if end < size:
+        raw, end = self._files.read_tail(shard, size)  # (one request: a bucket's size is not asked first)
+        raw = bytes(raw)
+        if end < size or len(raw) != size:
             raise RecordCorrupt(f"{self.name}: shard ({ri}, {sj}) of {array} is truncated",
                                 [(ri, sj * k + jj) for jj in range(k)])
-        raw = bytes(self._files.read_range(shard, end - size, size))
         if google_crc32c.value(raw[:-4]) != int.from_bytes(raw[-4:], "little"):
             raise RecordCorrupt(f"{self.name}: shard index ({ri}, {sj}) of {array} fails its checksum",
                                 [(ri, sj * k + jj) for jj in range(k)])
@@ -260,7 +293,7 @@ class Table:
         with self._lock:
             if len(self._shard_index) > 65536:
                 self._shard_index.clear()
-            self._shard_index[key] = index
+            self._shard_index[(array, ri, sj)] = index
         return index
 
     def _decode(self, array: str, ri: int, rj: int, data: bytes) -> np.ndarray:

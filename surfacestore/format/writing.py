@@ -301,11 +301,18 @@ def _writev_all(fd: int, parts: Sequence[Any]) -> None:
             views[0] = views[0][n:]
 
 
-def _auto_shard(u_pts: int, v_pts: int, n_rec_u: int, n_rec_v: int) -> int:
-    if n_rec_u * n_rec_v <= SHARD_AUTO_RECORDS:
-        return 0
-    per = max(1, SHARD_TARGET_BYTES // (u_pts * v_pts * NFIELDS * 8))
-    return int(min(per, n_rec_v))
+def shard_records(shard: int | str, u_pts: int, v_pts: int, n_rec_u: int, n_rec_v: int) -> int:
+    """The records per shard along v (0: not sharded) that ``shard`` (a number, or ``"auto"``:
+    shard a table of over :data:`SHARD_AUTO_RECORDS` records, :data:`SHARD_TARGET_BYTES` a shard)
+    gives a table of ``n_rec_u`` x ``n_rec_v`` records of ``u_pts`` x ``v_pts`` points."""
+    if shard == "auto":
+        if n_rec_u * n_rec_v <= SHARD_AUTO_RECORDS:
+            return 0
+        shard = max(1, SHARD_TARGET_BYTES // (u_pts * v_pts * NFIELDS * 8))
+    k = int(shard)
+    if k < 0:
+        raise ValueError(f"shard must be >= 0, got {k}")
+    return min(k, n_rec_v)
 
 
 def create_table(path: str | os.PathLike[str], *, u_npts: int, v_npts: int, u_pts: int, v_pts: int,
@@ -350,10 +357,7 @@ def create_table(path: str | os.PathLike[str], *, u_npts: int, v_npts: int, u_pt
     if not overwrite and (objects.exists(location) if remote else Path(location).exists()):
         raise TableExists(f"output {location} exists (use --overwrite to replace it)")
     n_rec_u, n_rec_v = -(-u_npts // u_pts), -(-v_npts // v_pts)
-    k = _auto_shard(u_pts, v_pts, n_rec_u, n_rec_v) if shard == "auto" else int(shard)
-    if k < 0:
-        raise ValueError(f"shard must be >= 0, got {k}")
-    k = min(k, n_rec_v)
+    k = shard_records(shard, u_pts, v_pts, n_rec_u, n_rec_v)
     header = Header(u_npts=u_npts, v_npts=v_npts, u_pts=u_pts, v_pts=v_pts, u0=float(u0), v0=float(v0),
                     du=float(du), dv=float(dv), source=dict(source or {}), codec=codec, shard_records=k,
                     normal_sign=normal_sign, extras=tuple(extras), periodic_v=bool(periodic_v))

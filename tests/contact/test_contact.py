@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 import warnings
 
 import numpy as np
@@ -283,87 +282,6 @@ def test_http_and_local_windows_agree(store, sample_tables):
     np.testing.assert_array_equal(results[0][0], results[1][0])
     assert results[0][1:] == results[1][1:]
     assert results[0][2] > 0  # the ground window moved as the ball travelled
-
-
-def test_prefetch_hides_updates_and_keeps_data_identical(sample_tables):
-    src = LocalSource(sample_tables / "ground.zarr")
-    h = src.header
-    plain, pre = (StorageWindow(src, (3, 5), centre=(0.0, h.v0 + 20 * h.dv), prefetch=p) for p in (False, True))
-    for k in range(300):  # the contact point moving steadily along +v (tracked, as simulate tracks it)
-        v = h.v0 + (20 + k) * h.dv
-        pre.track(0.0, v)
-        for w in (plain, pre):
-            w.update(0.0, v)
-        if k % 37 == 0:
-            time.sleep(0.02)  # let the background fetch finish, as the simulation's own work would
-            np.testing.assert_array_equal(plain.points(), pre.points())
-    assert plain.updates == pre.updates > 5
-    st = pre.stats
-    assert st["prefetch_requests"] > 0 and st["hidden"] + st["stalls"] == st["updates"]
-    assert st["hidden"] > 0, st
-    assert pre.requests < plain.requests // 2  # the window's own reads: the first, and a few
-
-
-def test_prefetch_under_jumps_keeps_data_identical_bounded_and_moves_back_without_reads(sample_tables):
-    """A window jumping about (back and forth, and far, as while an event is located) with
-    prefetch holds exactly the plain window's points after every move; a move back to where it
-    was reads nothing; the strips it holds stay within its bound."""
-    src = LocalSource(sample_tables / "ground.zarr")
-    h = src.header
-    plain, pre = (StorageWindow(src, (3, 5), centre=(0.0, h.v0 + 60 * h.dv), prefetch=p) for p in (False, True))
-    walk = np.random.default_rng(3)
-    k = 60
-    for step in range(300):
-        k = int(np.clip(k + (walk.integers(-40, 41) if step % 25 == 0 else walk.integers(-2, 4)), 0, h.v_npts - 1))
-        u = h.u0 + walk.integers(0, h.u_npts) * h.du if step % 50 == 0 else 0.0
-        for w in (plain, pre):
-            w.update(u, h.v0 + k * h.dv)
-        np.testing.assert_array_equal(plain.points(), pre.points())
-        supply = pre._supply
-        assert sum(b.n_records for b, f in supply._held.items() if f.done()) <= supply.keep + 4 * 3 * 5
-    assert plain.updates == pre.updates > 10
-    back = pre.block
-    pre.update(0.0, h.v0 + (k + 30) * h.dv if k + 30 < h.v_npts else h.v0)
-    requests = pre.requests
-    pre.restore(back)
-    assert pre.requests == requests  # (its records were held)
-
-
-class _Distant(CountingSource):
-    """A source ``delay_s`` (s) away: every read waits that long first (as a request's round trip)."""
-
-    def __init__(self, source, delay_s: float) -> None:
-        super().__init__(source)
-        self.delay_s = delay_s
-
-    def read_block(self, ri0, ri1, rj0, rj1, array="points"):
-        time.sleep(self.delay_s)
-        return super().read_block(ri0, ri1, rj0, rj1, array)
-
-
-def test_prefetch_follows_the_tracked_point_so_no_move_waits(sample_tables):
-    """A contact point tracked at a steady pace (as ``simulate`` tracks it at every accepted step)
-    across a table 20 ms away: every move of the window after the first placement, the first move
-    included, finds its records fetched (no stall), and the points are those of a plain window."""
-    src = LocalSource(sample_tables / "ground.zarr")
-    h = src.header
-    far = _Distant(src, 0.02)
-    plain = StorageWindow(src, (3, 9), centre=(0.0, h.v0 + 40 * h.dv))
-    pre = StorageWindow(far, (3, 9), centre=(0.0, h.v0 + 40 * h.dv), prefetch=True)
-    for k in range(40, 50, 2):  # the point's first positions, before it reaches a border record
-        pre.track(0.0, h.v0 + k * h.dv)
-        time.sleep(0.006)
-    assert pre.updates == 0 and pre.stats["records_ahead"] > 0  # fetching ahead along +v before any move
-    for k in range(50, h.v_npts - 40, 2):  # a point every 2 ms: 500 points (and 1000 grid steps) per second
-        v = h.v0 + k * h.dv
-        pre.track(0.0, v)
-        time.sleep(0.002)
-        for w in (plain, pre):
-            w.update(0.0, v)
-        np.testing.assert_array_equal(plain.points(), pre.points())
-    st = pre.stats
-    assert st["updates"] >= 5 and st["stalls"] == 0 and st["hidden"] == st["updates"], st
-    assert far.requests == pre.requests + st["prefetch_requests"] and pre.requests == 1  # (the first window only)
 
 
 def test_window_narrower_than_three_records_is_refused(sample_tables):

@@ -11,7 +11,7 @@ import pytest
 from conftest import SAMPLES
 
 from preprocess.cli import main
-from surfacestore.format import open_table, verify_table
+from surfacestore.format import RecordBlock, open_table, verify_table
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -165,3 +165,27 @@ def test_samples_are_valid_definitions():
 
     names = [s.name for f in SAMPLES.glob("*.toml") for s in load_spec(f)]
     assert len(names) == len(set(names)) >= 9
+
+
+def test_a_table_is_rebuilt_when_its_definition_asks_for_another_layout(tmp_path):
+    """A definition whose shards changed is not the one the table was built from: ensure_table
+    builds it again, the same points in the new layout, and once only (before, only the surface,
+    grid, records and codec were compared, and the old layout stayed)."""
+    from dataclasses import replace
+
+    from preprocess import samples
+
+    spec = samples.sample_spec("bouncing_ball.toml", "ball_333")  # 9 x 9 records: "auto" does not shard it
+    samples.ensure_table(spec, tmp_path)
+    with open_table(tmp_path / "ball_333.zarr") as t:
+        assert t.header.shard_records == 0
+        points = t.read_block(RecordBlock(0, 9, 0, 9))
+    sharded = replace(spec, shard=9)
+    samples.ensure_table(sharded, tmp_path)
+    header = tmp_path / "ball_333.zarr" / "zarr.json"
+    built = header.stat().st_mtime_ns
+    with open_table(tmp_path / "ball_333.zarr") as t:
+        assert t.header.shard_records == 9
+        np.testing.assert_array_equal(t.read_block(RecordBlock(0, 9, 0, 9)), points)
+    samples.ensure_table(sharded, tmp_path)
+    assert header.stat().st_mtime_ns == built

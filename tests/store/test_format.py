@@ -97,6 +97,15 @@ def test_extra_fields_roundtrip(tmp_path):
     assert t.header.extras == ("thickness",)
 
 
+def test_a_shard_shorter_than_its_index_is_named_truncated(tmp_path):
+    t = _build(tmp_path, shard=3)
+    (t.path / "points" / "c" / "2" / "1" / "0").write_bytes(b"0123456789")  # records (2, 3..5)
+    table = open_table(t.path)
+    with pytest.raises(RecordCorrupt, match=r"shard \(2, 1\) of points is truncated"):
+        table.read_record(2, 4)
+    assert table.read_record(2, 2).shape[2] == 14  # (the shard before it is whole)
+
+
 @pytest.mark.parametrize("shard", [0, 3])
 def test_verify_catches_flipped_byte_and_missing_record(tmp_path, shard):
     t = _build(tmp_path, shard=shard)

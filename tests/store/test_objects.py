@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -234,15 +235,27 @@ def test_a_sharded_tables_neighbouring_records_come_in_one_ranged_read(s3, tmp_p
     _upload(folder, url)
     local, remote = open_table(folder), open_table(url)
     assert remote.header.shard_records == 4
-    calls = []
-    read_range = objects.ObjectFiles.read_range
-    monkeypatch.setattr(objects.ObjectFiles, "read_range",
-                        lambda self, rel, offset, n: calls.append(rel) or read_range(self, rel, offset, n))
+    calls: list[str] = []
+    for name in ("read_range", "read_tail", "_head"):  # (every request a read makes)
+        method = getattr(objects.ObjectFiles, name)
+        monkeypatch.setattr(objects.ObjectFiles, name,
+                            lambda self, rel, *a, _m=method, _n=name: calls.append(_n) or _m(self, rel, *a))
+    seen: set[tuple[int, int]] = set()
     for block in (RecordBlock(0, 3, 0, 9), RecordBlock(5, 8, 3, 12), RecordBlock(2, 3, 1, 2), RecordBlock(0, 12, 0, 12)):
         calls.clear()
         np.testing.assert_array_equal(remote.read_block(block), local.read_block(block))
         shards = {(ri, rj // 4) for ri, rj in block.records()}
-        assert len(calls) <= 2 * len(shards), (block, len(calls), len(shards))  # (and each shard's index, once)
+        # one ranged read a shard, and a shard's index once, in one request (no size asked first)
+        assert calls.count("read_range") == len(shards) and calls.count("read_tail") == len(shards - seen), (block, calls)
+        assert "_head" not in calls
+        seen |= shards
+    calls.clear()
+    fresh = open_table(url)  # (its shard indexes not read yet)
+    with ThreadPoolExecutor(8) as pool:  # eight threads asking for one shard at once: its index read once
+        got = list(pool.map(lambda rj: fresh.read_record(6, rj), range(4, 8)))
+    assert calls.count("read_tail") == 1 and calls.count("read_range") == 4, calls
+    for rj, rec in zip(range(4, 8), got):
+        np.testing.assert_array_equal(rec, local.read_record(6, rj))
     index = local._read_shard_index("points", 5, 1, "points/c/5/1/0")
     offset = int(index[2][0])  # record (5, 6): bytes inside shard (5, 1)
     key = "sharded/sharded.zarr/points/c/5/1/0"
@@ -255,3 +268,6 @@ def test_a_sharded_tables_neighbouring_records_come_in_one_ranged_read(s3, tmp_p
     fresh = open_table(url)
     with pytest.raises(RecordCorrupt, match=r"\(5, 6\)"):
         fresh.read_block(RecordBlock(4, 7, 4, 8))
+    obstore.put(store, "sharded/sharded.zarr/points/c/7/0/0", b"0123456789")  # shorter than a shard's index
+    with pytest.raises(RecordCorrupt, match=r"shard \(7, 0\) of points is truncated"):
+        fresh.read_block(RecordBlock(7, 8, 0, 3))

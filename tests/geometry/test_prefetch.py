@@ -1,0 +1,164 @@
+"""Windows that fetch ahead (:mod:`simclient.geometry._prefetch`): the points they hold are a
+plain window's, and the records a move needs are there before it (no stall), within the memory bound."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from simclient import LocalSource
+from simclient.geometry import StorageWindow
+from simclient.geometry import _prefetch
+from simclient.geometry._prefetch import RecordSupply, _overlaps
+from simclient.io import CountingSource
+from surfacestore.format import RecordBlock
+
+
+def test_prefetch_hides_updates_and_keeps_data_identical(sample_tables):
+    src = LocalSource(sample_tables / "ground.zarr")
+    h = src.header
+    plain, pre = (StorageWindow(src, (3, 5), centre=(0.0, h.v0 + 20 * h.dv), prefetch=p) for p in (False, True))
+    for k in range(300):  # the contact point moving steadily along +v (tracked, as simulate tracks it)
+        v = h.v0 + (20 + k) * h.dv
+        pre.track(0.0, v)
+        for w in (plain, pre):
+            w.update(0.0, v)
+        if k % 37 == 0:
+            time.sleep(0.02)  # let the background fetch finish, as the simulation's own work would
+            np.testing.assert_array_equal(plain.points(), pre.points())
+    assert plain.updates == pre.updates > 5
+    st = pre.stats
+    assert st["prefetch_requests"] > 0 and st["hidden"] + st["stalls"] == st["updates"]
+    assert st["hidden"] > 0, st
+    assert pre.requests < plain.requests // 2  # the window's own reads: the first, and a few
+
+
+def test_prefetch_under_jumps_keeps_data_identical_bounded_and_moves_back_without_reads(sample_tables):
+    """A window jumping about (back and forth, and far, as while an event is located) with
+    prefetch holds exactly the plain window's points after every move; a move back to where it
+    was reads nothing; the strips it holds stay within its bound."""
+    src = LocalSource(sample_tables / "ground.zarr")
+    h = src.header
+    plain, pre = (StorageWindow(src, (3, 5), centre=(0.0, h.v0 + 60 * h.dv), prefetch=p) for p in (False, True))
+    walk = np.random.default_rng(3)
+    k = 60
+    for step in range(300):
+        k = int(np.clip(k + (walk.integers(-40, 41) if step % 25 == 0 else walk.integers(-2, 4)), 0, h.v_npts - 1))
+        u = h.u0 + walk.integers(0, h.u_npts) * h.du if step % 50 == 0 else 0.0
+        for w in (plain, pre):
+            w.update(u, h.v0 + k * h.dv)
+        np.testing.assert_array_equal(plain.points(), pre.points())
+        supply = pre._supply
+        assert sum(b.n_records for b, f in supply._held.items() if f.done()) <= supply.keep + 4 * 3 * 5
+    assert plain.updates == pre.updates > 10
+    back = pre.block
+    pre.update(0.0, h.v0 + (k + 30) * h.dv if k + 30 < h.v_npts else h.v0)
+    requests = pre.requests
+    pre.restore(back)
+    assert pre.requests == requests  # (its records were held)
+
+
+class _Distant(CountingSource):
+    """A source ``delay_s`` (s) away: every read waits that long first (as a request's round trip)."""
+
+    def __init__(self, source, delay_s: float) -> None:
+        super().__init__(source)
+        self.delay_s = delay_s
+
+    def read_block(self, ri0, ri1, rj0, rj1, array="points"):
+        time.sleep(self.delay_s)
+        return super().read_block(ri0, ri1, rj0, rj1, array)
+
+
+def test_prefetch_follows_the_tracked_point_so_no_move_waits(sample_tables):
+    """A contact point tracked at a steady pace (as ``simulate`` tracks it at every accepted step)
+    across a table 20 ms away: every move of the window after the first placement, the first move
+    included, finds its records fetched (no stall), and the points are those of a plain window;
+    the strips ahead come in fewer requests than there are moves."""
+    src = LocalSource(sample_tables / "ground.zarr")
+    h = src.header
+    far = _Distant(src, 0.02)
+    plain = StorageWindow(src, (3, 9), centre=(0.0, h.v0 + 40 * h.dv))
+    pre = StorageWindow(far, (3, 9), centre=(0.0, h.v0 + 40 * h.dv), prefetch=True)
+    for k in range(40, 50, 2):  # the point's first positions, before it reaches a border record
+        pre.track(0.0, h.v0 + k * h.dv)
+        time.sleep(0.006)
+    assert pre.updates == 0 and pre.stats["records_ahead"] > 0  # fetching ahead along +v before any move
+    for k in range(50, h.v_npts - 40, 2):  # a point every 2 ms: 500 points (and 1000 grid steps) per second
+        v = h.v0 + k * h.dv
+        pre.track(0.0, v)
+        time.sleep(0.002)
+        for w in (plain, pre):
+            w.update(0.0, v)
+        np.testing.assert_array_equal(plain.points(), pre.points())
+    st = pre.stats
+    assert st["updates"] >= 5 and st["stalls"] == 0 and st["hidden"] == st["updates"], st
+    assert st["prefetch_requests"] < st["updates"]  # (a request brings several moves' strips)
+    assert far.requests == pre.requests + st["prefetch_requests"] and pre.requests == 1  # (the first window only)
+
+
+def test_a_table_the_supply_can_hold_is_fetched_whole_once(sample_tables, monkeypatch):
+    """The sample ground (12.4 MB) 20 ms away, with supplies that keep 16 MB: requested whole at
+    the first window; once that arrived, moves anywhere on it wait for nothing and read nothing
+    more, and every record was fetched once."""
+    monkeypatch.setattr(_prefetch, "KEEP_MB", 16.0)
+    src = LocalSource(sample_tables / "ground.zarr")
+    h = src.header
+    far = _Distant(src, 0.02)
+    plain = StorageWindow(src, (3, 9), centre=(0.0, 0.0))
+    pre = StorageWindow(far, (3, 9), centre=(0.0, 0.0), prefetch=True)
+    assert pre._supply.whole
+    time.sleep(1.0)  # (the table arrives: some 30 requests, 8 at a time, 20 ms each)
+    walk = np.random.default_rng(7)
+    for _ in range(60):
+        u, v = h.u0 + walk.random() * (h.u1 - h.u0), h.v0 + walk.random() * (h.v1 - h.v0)
+        for w in (plain, pre):
+            w.update(u, v)
+        np.testing.assert_array_equal(plain.points(), pre.points())
+    st = pre.stats
+    assert st["updates"] > 30 and st["stalls"] == 0 and pre.requests == 1, st
+    record = h.u_pts * h.v_pts * 14 * 8
+    assert st["prefetch_bytes"] + st["bytes_read"] == h.n_rec_u * h.n_rec_v * record  # (each record once)
+
+
+def test_a_heading_fetches_either_way_along_it_before_any_pace(sample_tables):
+    """Told where its contact point heads (+v) before any pace is known, a window 20 ms away
+    fetches the records along v either way as far as AHEAD_BYTES reach: a walk 12 records back
+    and 12 forward (an impact's trial steps) waits for nothing. Without the heading, it does."""
+    src = LocalSource(sample_tables / "ground.zarr")
+    h = src.header
+    stalls = []
+    for told in (True, False):
+        w = StorageWindow(_Distant(src, 0.02), (3, 9), centre=(0.0, 0.0), prefetch=True)
+        assert not w._supply.whole
+        if told:
+            w.head(0.0, 0.7)
+        time.sleep(0.3)
+        j = w.block.rj0 + 4  # (the window's middle record)
+        for k in [*range(-3, -13, -3), *range(-9, 13, 3)]:
+            w.update(0.0, h.v0 + ((j + k) * h.v_pts + 4) * h.dv)
+        stalls.append(w.stats["stalls"])
+    assert stalls[0] == 0 and stalls[1] > 2, stalls
+
+
+def test_a_record_fetched_is_not_waited_for_again(sample_tables):
+    """A strip being fetched (slowly) that holds a move's records too does not hold the move up
+    where a strip fetched already holds them."""
+    src = LocalSource(sample_tables / "ground.zarr")
+    slow = _Distant(src, 0.5)
+    supply = RecordSupply(src.header, (3, 9), lambda b: slow.read_block(b.ri0, b.ri1, b.rj0, b.rj1), "ground",
+                          keep_mb=8)
+    supply.remember(RecordBlock(10, 13, 10, 19), src.read_block(10, 13, 10, 19), 0.01)
+    supply._request([RecordBlock(10, 13, 12, 30)])  # (newer, still running)
+    t = time.perf_counter()
+    pieces, waited = supply.take(RecordBlock(10, 13, 12, 15))
+    assert not waited and time.perf_counter() - t < 0.1
+    np.testing.assert_array_equal(pieces[0][1], src.read_block(10, 13, 12, 15))
+
+
+def test_blocks_a_turn_apart_on_a_periodic_table_overlap():
+    a, b = RecordBlock(0, 3, 10, 13), RecordBlock(0, 3, 1, 8)
+    assert _overlaps(a, b, 9) and not _overlaps(a, b)
+    assert not _overlaps(RecordBlock(0, 3, 10, 13), RecordBlock(0, 3, 5, 8), 9)
+    assert not _overlaps(RecordBlock(3, 6, 10, 13), RecordBlock(0, 3, 1, 8), 9)
