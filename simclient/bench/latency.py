@@ -4,8 +4,9 @@ sliding across a large terrain whose table is L ms away.
 Tables (built once by the bench, in ``TABLES/latency``): a wavy terrain of ``points`` points (by
 default 3163 x 3163, about 10^7, 1.1 GB; records of 9 x 9 points 0.3 mm x 0.6 mm apart, so 0.95 m
 x 1.9 m; waves 0.1 mm high and 50 mm long across the travel) and the sample ``ball_rolling``
-(poles across the travel) and ``ball_333``. Runs, each a ``simclient run bouncing-ball --json``
-process:
+(poles across the travel) and ``ball_333``, built here with one shard a record row as the terrain
+(tables meant for a bucket: a strip of records along v is one ranged request). Runs, each a
+``simclient run bouncing-ball --json`` process:
 
 - ``rolling``: ``ball_rolling`` set down on the terrain (1 um above it) at 1 m/s with friction 0.3
   (Hunt-Crossley, restitution 0.5): it slips, then rolls at about 5/7 m/s, its contact point
@@ -21,13 +22,15 @@ every request (a TCP proxy on loopback: what the client waits for is a real sock
 simulated one), and (d) a store next to the client serving the bucket ``L`` ms away from it: its
 first client's run (its record cache cold: every block it serves one upstream round trip of
 concurrent record reads) and the next clients' (the records they share held). Rows: the run's
-wall time (set-up and integration: the process's start is the same everywhere), the set-up's
-(opening the tables and reading the first windows; over HTTP it includes importing the HTTP
-client, about 80 ms here), the time it
+wall time (set-up and integration), the set-up's (opening the tables and reading the first
+windows; over HTTP it includes importing the HTTP client, about 80 ms here), the whole process's
+(what a user waits for: the interpreter's start and imports too), the time it
 waited for windows, window moves, the moves that stalled on a fetch (all of them without
 prefetch; ``stalls_discarded``, "failed", apart: those of an integrator's failed trial step, whose
 detection walked a window off the motion before the step was retried), requests and bytes read
-(fetches ahead included), the client's peak RSS, and the ratio of the wall time to the folder's.
+(fetches ahead included), the client's peak RSS, the ratios of the wall and process times to the
+folder's, and the CPU time the servers and delay proxies of the run spent meanwhile ("rig cpu", s:
+they share the client's cores here, as a distant store or bucket would not).
 Every run's results (impacts, indentations, velocities, steps) are compared with the folder's to
 the last bit.
 """
@@ -41,14 +44,17 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from simclient.bench._delay import DelayProxy
 from simclient.bench._registry import TableBuilder
-from simclient.bench._server import S3Server, StoreProcess, aws_environment
+from simclient.bench._server import S3Server, ServerProcess, StoreProcess, aws_environment
 from simclient.errors import ParameterError
 
 __all__ = ["CASES", "run", "report"]
@@ -84,14 +90,21 @@ def terrain(builder: TableBuilder, folder: Path, side: int) -> str:
 
 
 def _run(where: Sequence[str], ground: str, case: str, *, t_end: float, x0: float, prefetch: bool = True,
-         env: dict[str, str] | None = None) -> dict[str, Any]:
-    """One run of ``case`` in its own process; its summary."""
+         env: dict[str, str] | None = None, rig: Sequence[ServerProcess] = ()) -> dict[str, Any]:
+    """One run of ``case`` in its own process; its summary, with the process's wall time
+    (``process_s``) and the CPU time (s) the servers ``rig`` and this process (its delay proxies)
+    spent meanwhile (``rig_cpu_s``: on the client's cores)."""
     cmd = [sys.executable, "-m", "simclient.cli", "run", "bouncing-ball", *where, "--ground", ground, *CASES[case],
            *_COMMON, "--t-end", str(t_end), "--x0", str(x0), *(["--prefetch"] if prefetch else [])]
+    procs = [psutil.Process(), *(psutil.Process(s.proc.pid) for s in rig if s.proc is not None)]
+    def cpu() -> float:
+        return sum(sum(p.cpu_times()[:2]) for p in procs)
+    c, t = cpu(), time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=900)
+    process_s, rig_cpu_s = time.perf_counter() - t, cpu() - c
     if r.returncode != 0:
         raise RuntimeError(f"bench latency: {' '.join(cmd)} failed: {(r.stderr or r.stdout)[-1500:]}")
-    return json.loads(r.stdout)
+    return {**json.loads(r.stdout), "process_s": process_s, "rig_cpu_s": rig_cpu_s}
 
 
 def _row(runs: list[dict[str, Any]], local: dict[str, Any] | None) -> dict[str, Any]:
@@ -100,7 +113,9 @@ def _row(runs: list[dict[str, Any]], local: dict[str, Any] | None) -> dict[str, 
     last = runs[-1]
     wall = statistics.median(r["setup_s"] + r["wall_s"] for r in runs)
     windows = last["windows"]
-    row = {"wall_s": wall, "setup_s": statistics.median(r["setup_s"] for r in runs),
+    row = {"wall_s": wall, "process_s": statistics.median(r["process_s"] for r in runs),
+           "rig_cpu_s": statistics.median(r["rig_cpu_s"] for r in runs),
+           "setup_s": statistics.median(r["setup_s"] for r in runs),
            "wait_s": statistics.median(r["window_wait_s"] for r in runs),
            "updates": sum(w["updates"] for w in windows.values()),
            "stalls": sum(w.get("stalls", w["updates"]) for w in windows.values()),
@@ -110,6 +125,7 @@ def _row(runs: list[dict[str, Any]], local: dict[str, Any] | None) -> dict[str, 
            "peak_rss_MB": max(r["peak_rss_MB"] for r in runs)}
     if local is not None:
         row["ratio"] = wall / local["wall_s"]
+        row["process_ratio"] = row["process_s"] / local["process_s"]
         row["rss_over_local_MB"] = row["peak_rss_MB"] - local["peak_rss_MB"]
         row["same_results"] = all(last.get(k) == local["results"][k] for k in _RESULTS)
     else:
@@ -165,16 +181,17 @@ def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | Non
                 for case in CASES:
                     say(f"{case}: {ms:g} ms away, through the store and from the bucket")
                     rows, at = out["cases"][case], str(ms)
-                    for source, where, env in (("store", ["--store", to_store.url], None),
-                                               ("bucket", ["--tables", f"s3://{s3.bucket}/latency"], bucket_env)):
-                        rows[source][at] = _row([_run(where, ground, case, t_end=t_end, x0=x0, env=env)
+                    for source, where, env, rig in (
+                            ("store", ["--store", to_store.url], None, [store]),
+                            ("bucket", ["--tables", f"s3://{s3.bucket}/latency"], bucket_env, [s3])):
+                        rows[source][at] = _row([_run(where, ground, case, t_end=t_end, x0=x0, env=env, rig=rig)
                                                  for _ in range(repeats)], local[case])
                     say(f"{case}: a store next to the client, the bucket {ms:g} ms away from it")
                     with StoreProcess(f"s3://{s3.bucket}/latency", env=bucket_env) as near:
-                        rows["store_bucket_cold"][at] = _row([_run(["--store", near.url], ground, case, t_end=t_end,
-                                                                   x0=x0)], local[case])
-                        rows["store_bucket_warm"][at] = _row([_run(["--store", near.url], ground, case, t_end=t_end,
-                                                                   x0=x0) for _ in range(repeats)], local[case])
+                        def through(near: StoreProcess = near) -> dict[str, Any]:
+                            return _run(["--store", near.url], ground, case, t_end=t_end, x0=x0, rig=[near, s3])
+                        rows["store_bucket_cold"][at] = _row([through()], local[case])
+                        rows["store_bucket_warm"][at] = _row([through() for _ in range(repeats)], local[case])
     if larger_side is not None:
         out["table_size"] = _table_size(builder, folder, ground, larger_side, t_end, x0, say)
     return out
@@ -200,11 +217,12 @@ def report(r: dict[str, Any]) -> str:
     t = r["terrain"]
     lines = [f"runs across a network: terrain {t['name']} ({t['points']:.3g} points, {t['bytes'] / 1e9:.2f} GB); "
              f"median of {r['repeats']}; wall = set-up + integration"]
-    head = (f"  {'':8s} {'source':17s} {'ms':>5s} {'wall s':>7s} {'setup':>6s} {'ratio':>6s} {'wait s':>7s} {'moves':>6s} "
-            f"{'stalls':>6s} {'failed':>6s} {'requests':>8s} {'MB':>7s} {'RSS MB':>7s} same")
+    head = (f"  {'':8s} {'source':17s} {'ms':>5s} {'wall s':>7s} {'setup':>6s} {'ratio':>6s} {'proc s':>7s} {'ratio':>6s} "
+            f"{'wait s':>7s} {'moves':>6s} {'stalls':>6s} {'failed':>6s} {'requests':>8s} {'MB':>7s} {'RSS MB':>7s} "
+            f"{'rig cpu':>7s} same")
     for case, rows in r["cases"].items():
         lines.append(head)
-        lines.append(_report_row(case, "folder", "-", {**rows["folder"], "ratio": 1.0}))
+        lines.append(_report_row(case, "folder", "-", {**rows["folder"], "ratio": 1.0, "process_ratio": 1.0}))
         lines += [_report_row(case, source, ms, x) for source in SOURCES for ms, x in rows[source].items()]
     if "table_size" in r:
         z = r["table_size"]
@@ -219,5 +237,6 @@ def _report_row(case: str, source: str, ms: str, x: dict[str, Any]) -> str:
     same = ("yes" if x["same_results"] else "NO") if remote else ""
     failed = f"{x['stalls_discarded']:6d}" if remote else f"{'-':>6s}"
     return (f"  {case:8s} {source:17s} {ms:>5s} {x['wall_s']:7.3f} {x['setup_s']:6.3f} {x['ratio']:6.2f} "
-            f"{x['wait_s']:7.3f} {x['updates']:6d} {x['stalls']:6d} {failed} {x['requests']:8d} "
-            f"{x['bytes'] / 1e6:7.1f} {x['peak_rss_MB']:7.1f} {same}")
+            f"{x['process_s']:7.3f} {x['process_ratio']:6.2f} {x['wait_s']:7.3f} {x['updates']:6d} {x['stalls']:6d} {failed} "
+            f"{x['requests']:8d} "
+            f"{x['bytes'] / 1e6:7.1f} {x['peak_rss_MB']:7.1f} {x['rig_cpu_s']:7.3f} {same}")

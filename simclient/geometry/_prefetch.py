@@ -102,6 +102,11 @@ class RecordSupply:
         self._held[s] = fut
         self._evict()
 
+    def close(self) -> None:
+        """Drop the fetches not begun and the strips held (those running end on their own)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._held.clear()
+
     # -- serving a move --------------------------------------------------------------------------
 
     def take(self, s: RecordBlock) -> tuple[list[tuple[RecordBlock, np.ndarray | None]], bool]:

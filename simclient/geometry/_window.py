@@ -187,6 +187,15 @@ class StorageWindow:
         if self._supply is not None:
             self._supply.head(rate_u, rate_v, self.block)  # type: ignore[arg-type]  # (placed since __init__)
 
+    def close(self) -> None:
+        """Stop fetching ahead (with ``prefetch``): fetches not begun are dropped, those running
+        end on their own, the records held ahead go, and moves from here read what they need
+        themselves. A process waits at its exit for the fetches queued in its threads: a run
+        closes its windows once done with them."""
+        if self._supply is not None:
+            self._supply.close()
+            self._supply = None
+
     def time_to_edge(self, u: float, v: float, rate_u: float, rate_v: float) -> float:
         """Time (s) until the parameter point (u, v), moving at (``rate_u``, ``rate_v``) (parameter
         units per s), leaves the points the window holds; inf if it never does (at rest, or

@@ -162,3 +162,23 @@ def test_blocks_a_turn_apart_on_a_periodic_table_overlap():
     assert _overlaps(a, b, 9) and not _overlaps(a, b)
     assert not _overlaps(RecordBlock(0, 3, 10, 13), RecordBlock(0, 3, 5, 8), 9)
     assert not _overlaps(RecordBlock(3, 6, 10, 13), RecordBlock(0, 3, 1, 8), 9)
+
+
+def test_a_closed_window_drops_its_queued_fetches_and_reads_for_itself(sample_tables):
+    """Closing a supply (a run done with its window) drops the fetches not begun (a process would
+    wait for them at its exit) and the records held; the closed window moves on reading itself."""
+    src = LocalSource(sample_tables / "ground.zarr")
+    h = src.header
+    slow = _Distant(src, 0.2)
+    supply = RecordSupply(h, (3, 9), lambda b: slow.read_block(b.ri0, b.ri1, b.rj0, b.rj1), "ground", workers=1)
+    supply._request([RecordBlock(10, 13, 0, 5), RecordBlock(20, 23, 0, 5), RecordBlock(30, 33, 0, 5)])
+    queued = list(supply._held.values())[1:]  # (one worker: the first runs, the others wait)
+    supply.close()
+    assert all(f.cancelled() for f in queued) and not supply._held
+    pre = StorageWindow(slow, (3, 9), centre=(0.0, 0.0), prefetch=True)
+    plain = StorageWindow(src, (3, 9), centre=(0.0, 0.0))
+    pre.close()
+    for w in (plain, pre):
+        w.update(0.0, h.v0 + 250 * h.dv)
+    np.testing.assert_array_equal(plain.points(), pre.points())
+    assert pre.requests == 2 and "prefetch_requests" not in pre.stats

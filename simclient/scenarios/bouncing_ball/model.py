@@ -113,6 +113,8 @@ def bouncing_ball(ball: str | Source, ground: str | Source, params: BallParams =
               "rhs_evaluations": res.nfev, "status": "ok" if res.success else "failed", "message": res.message,
               "tables": {role: w.name for role, w in read.items()}, "windows": windows,
               **({} if w_chart is None else {"chart_switches": contact.pair.switches})}  # type: ignore[union-attr]
+    for w in read.values():  # (no fetches ahead left queued: the process would wait for them at its exit)
+        w.close()
     return Summary("bouncing-ball", values, {"result": res, "system": system, "contact": contact, "moves": moves,
                                              "ended": ended, "params": p})
 
