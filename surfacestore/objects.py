@@ -69,7 +69,7 @@ def _bucket(bucket: str, prefix: str | None = None) -> Any:
 @lru_cache(maxsize=1)
 def read_pool() -> ThreadPoolExecutor:
     """Threads that fetch the records of one block concurrently (shared by every table)."""
-    return ThreadPoolExecutor(16, thread_name_prefix="s3-read")
+    return ThreadPoolExecutor(32, thread_name_prefix="s3-read")
 
 
 def reset_clients() -> None:

@@ -232,7 +232,7 @@ class Table:
                 limit = self._stored_size if array == "points" and self._stored_size else _MAX_STORED_RECORD
                 return bytes(self._files.read(f"{array}/c/{ri}/{rj}{leaf}", limit))
             sj, jj = divmod(rj, k)
-            shard = f"{array}/c/{ri}/{sj}{leaf}"
+            shard = self._shard_key(array, ri, sj)
             index = self._read_shard_index(array, ri, sj, shard)
             offset, nbytes = (int(x) for x in index[jj])
             if offset == _UNWRITTEN:
@@ -250,6 +250,11 @@ class Table:
         except OSError as exc:  # a folder or FIFO where the record should be, EIO, ...
             raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) is unreadable ({exc.strerror or exc})",
                                 [(ri, rj)]) from exc
+
+    @staticmethod
+    def _shard_key(array: str, ri: int, sj: int) -> str:
+        """The key of shard (ri, sj) of ``array``."""
+        return f"{array}/c/{ri}/{sj}" + ("/0" if array == "points" else "")
 
     def _read_shard_index(self, array: str, ri: int, sj: int, shard: str) -> np.ndarray:
         """Shard (ri, sj)'s index, read once: threads asking for it meanwhile wait for that read
@@ -354,17 +359,51 @@ class Table:
         shards: dict[tuple[int, int], list[tuple[int, int]]] = {}
         for ri, rj in records:
             shards.setdefault((ri, rj // k), []).append((ri, rj))
+        pool = objects.read_pool()
+        jobs: list[tuple[list[tuple[int, int]], Any]] = []
+        for (ri, sj), keys in shards.items():
+            if self._decompressor is None and (array, ri, sj) not in self._shard_index:
+                # a shard not indexed yet: its records read where an uncompressed shard holds them
+                # (the writer's layout), alongside its index: one round trip, not two; checked below
+                size = self.record_nbytes(array) + 4
+                lo, hi = min(rj % k for _, rj in keys) * size, (max(rj % k for _, rj in keys) + 1) * size
+                shard = self._shard_key(array, ri, sj)
+                jobs.append((keys, (lo, pool.submit(self._read_shard_index, array, ri, sj, shard),
+                                    pool.submit(self._files.read_range, shard, lo, hi - lo))))
+            else:
+                jobs.append((keys, pool.submit(self._read_shard_run, array, keys)))
         decoded: dict[tuple[int, int], np.ndarray] = {}
-        for got in objects.read_pool().map(lambda keys: self._read_shard_run(array, keys), shards.values()):
-            decoded.update(got)
+        for keys, job in jobs:
+            got = self._guessed_run(array, keys, *job) if isinstance(job, tuple) else job.result()
+            decoded.update(got if got is not None else self._read_shard_run(array, keys))
         return [decoded[key] for key in records]
+
+    def _guessed_run(self, array: str, keys: list[tuple[int, int]], lo: int, index_job: Future[np.ndarray],
+                     data_job: Future[bytes]) -> dict[tuple[int, int], np.ndarray] | None:
+        """Records ``keys`` of one shard from the bytes read from offset ``lo`` where the shard's
+        index puts them there; None where it does not, or either read failed (the records are then
+        read by the index, which says what is wrong)."""
+        try:
+            index, data = index_job.result(), bytes(data_job.result())
+        except StorageUnavailable:
+            raise
+        except Exception:  # noqa: BLE001 (read again by _read_shard_run, where a failure is reported)
+            return None
+        k = self.header.shard_records
+        out = {}
+        for key in keys:
+            offset, nbytes = (int(x) for x in index[key[1] % k])
+            piece = data[offset - lo:offset - lo + nbytes]
+            if offset < lo or nbytes > _MAX_STORED_RECORD or len(piece) != nbytes:
+                return None
+            out[key] = self._decode(array, *key, piece)
+        return out
 
     def _read_shard_run(self, array: str, keys: list[tuple[int, int]]) -> dict[tuple[int, int], np.ndarray]:
         """Records ``keys`` of one shard, those stored next to each other read as one range."""
         k = self.header.shard_records
         ri, sj = keys[0][0], keys[0][1] // k
-        leaf = "/0" if array == "points" else ""
-        shard = f"{array}/c/{ri}/{sj}{leaf}"
+        shard = self._shard_key(array, ri, sj)
         def alone() -> dict[tuple[int, int], np.ndarray]:  # (each record read alone says what is wrong)
             return {key: self._decode(array, *key, self._read_encoded(array, *key)) for key in keys}
         try:

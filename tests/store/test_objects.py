@@ -271,3 +271,44 @@ def test_a_sharded_tables_neighbouring_records_come_in_one_ranged_read(s3, tmp_p
     obstore.put(store, "sharded/sharded.zarr/points/c/7/0/0", b"0123456789")  # shorter than a shard's index
     with pytest.raises(RecordCorrupt, match=r"shard \(7, 0\) of points is truncated"):
         fresh.read_block(RecordBlock(7, 8, 0, 3))
+
+
+def test_a_new_shards_records_are_read_alongside_its_index_and_checked_against_it(s3, tmp_path, monkeypatch):
+    """Records of a shard whose index is not read yet are read where an uncompressed shard holds
+    them, while the index is read (the data request does not wait for the index); where the index
+    puts them elsewhere (a shard written in another order), they are read again by the index: the
+    points are the folder's either way."""
+    import threading
+
+    import google_crc32c
+    import obstore
+
+    from preprocess.build import build_surface, parse_surface
+    from surfacestore.format import RecordBlock
+
+    spec = parse_surface("guessed", {"family": "plane", "u_range": [0, 0.06], "v_range": [0, 0.06], "grid": [61, 61],
+                                     "record": [5, 5], "shard": 4})
+    folder = build_surface(spec, tmp_path).path
+    url = f"{s3}/guessed/guessed.zarr"
+    _upload(folder, url)
+    local = open_table(folder)
+    data_asked = threading.Event()
+    read_range, read_tail = objects.ObjectFiles.read_range, objects.ObjectFiles.read_tail
+    monkeypatch.setattr(objects.ObjectFiles, "read_range",
+                        lambda self, rel, offset, n: data_asked.set() or read_range(self, rel, offset, n))
+
+    def index_after_data(self, rel, n):  # (the index answers only once the records were asked for)
+        assert data_asked.wait(5), "the records were asked for only after the shard's index"
+        return read_tail(self, rel, n)
+    monkeypatch.setattr(objects.ObjectFiles, "read_tail", index_after_data)
+    block = RecordBlock(2, 5, 1, 7)
+    np.testing.assert_array_equal(open_table(url).read_block(block), local.read_block(block))
+    # shard (3, 1) (records (3, 4..7)) rewritten with its records in reverse order, its index to match
+    key = folder / "points" / "c" / "3" / "1" / "0"
+    raw = key.read_bytes()
+    size = local.record_nbytes() + 4
+    chunks = [raw[j * size:(j + 1) * size] for j in range(4)][::-1]
+    index = np.array([[(3 - j) * size, size] for j in range(4)], dtype="<u8").tobytes()
+    shard = b"".join(chunks) + index + google_crc32c.value(index).to_bytes(4, "little")
+    obstore.put(objects._bucket(BUCKET), "guessed/guessed.zarr/points/c/3/1/0", shard)
+    np.testing.assert_array_equal(open_table(url).read_block(block), local.read_block(block))
