@@ -226,14 +226,13 @@ class Table:
     def _read_encoded(self, array: str, ri: int, rj: int) -> bytes:
         """The stored bytes of one record (codec output followed by its CRC32C)."""
         k = self.header.shard_records
-        leaf = "/0" if array == "points" else ""
         try:
             if not k:
                 limit = self._stored_size if array == "points" and self._stored_size else _MAX_STORED_RECORD
-                return bytes(self._files.read(f"{array}/c/{ri}/{rj}{leaf}", limit))
+                return bytes(self._files.read(self._chunk_key(array, ri, rj), limit))
             sj, jj = divmod(rj, k)
-            shard = self._shard_key(array, ri, sj)
-            index = self._read_shard_index(array, ri, sj, shard)
+            shard = self._chunk_key(array, ri, sj)
+            index = self._read_shard_index(array, ri, sj)
             offset, nbytes = (int(x) for x in index[jj])
             if offset == _UNWRITTEN:
                 raise RecordCorrupt(f"{self.name}: {array} record ({ri}, {rj}) was never written", [(ri, rj)])
@@ -252,11 +251,11 @@ class Table:
                                 [(ri, rj)]) from exc
 
     @staticmethod
-    def _shard_key(array: str, ri: int, sj: int) -> str:
-        """The key of shard (ri, sj) of ``array``."""
-        return f"{array}/c/{ri}/{sj}" + ("/0" if array == "points" else "")
+    def _chunk_key(array: str, ri: int, j: int) -> str:
+        """The key of ``array``'s chunk (ri, j): record (ri, j), or shard (ri, j) of a sharded table."""
+        return f"{array}/c/{ri}/{j}" + ("/0" if array == "points" else "")
 
-    def _read_shard_index(self, array: str, ri: int, sj: int, shard: str) -> np.ndarray:
+    def _read_shard_index(self, array: str, ri: int, sj: int) -> np.ndarray:
         """Shard (ri, sj)'s index, read once: threads asking for it meanwhile wait for that read
         (a window and the reads ahead of it start on the same shards at once)."""
         key = (array, ri, sj)
@@ -273,7 +272,7 @@ class Table:
         if not mine:
             return reading.result()  # (its error too)
         try:
-            index = self._shard_index_read(array, ri, sj, shard)
+            index = self._shard_index_read(array, ri, sj)
             reading.set_result(index)
         except BaseException as exc:
             reading.set_exception(exc)
@@ -283,10 +282,11 @@ class Table:
                 del self._index_reads[key]
         return index
 
-    def _shard_index_read(self, array: str, ri: int, sj: int, shard: str) -> np.ndarray:
+    def _shard_index_read(self, array: str, ri: int, sj: int) -> np.ndarray:
         k = self.header.shard_records
         size = k * 16 + 4
-        raw, end = self._files.read_tail(shard, size)  # (one request: a bucket's size is not asked first)
+        # (one request: a bucket is not asked for the shard's size first)
+        raw, end = self._files.read_tail(self._chunk_key(array, ri, sj), size)
         raw = bytes(raw)
         if end < size or len(raw) != size:
             raise RecordCorrupt(f"{self.name}: shard ({ri}, {sj}) of {array} is truncated",
@@ -367,8 +367,8 @@ class Table:
                 # (the writer's layout), alongside its index: one round trip, not two; checked below
                 size = self.record_nbytes(array) + 4
                 lo, hi = min(rj % k for _, rj in keys) * size, (max(rj % k for _, rj in keys) + 1) * size
-                shard = self._shard_key(array, ri, sj)
-                jobs.append((keys, (lo, pool.submit(self._read_shard_index, array, ri, sj, shard),
+                shard = self._chunk_key(array, ri, sj)
+                jobs.append((keys, (lo, pool.submit(self._read_shard_index, array, ri, sj),
                                     pool.submit(self._files.read_range, shard, lo, hi - lo))))
             else:
                 jobs.append((keys, pool.submit(self._read_shard_run, array, keys)))
@@ -403,11 +403,11 @@ class Table:
         """Records ``keys`` of one shard, those stored next to each other read as one range."""
         k = self.header.shard_records
         ri, sj = keys[0][0], keys[0][1] // k
-        shard = self._shard_key(array, ri, sj)
+        shard = self._chunk_key(array, ri, sj)
         def alone() -> dict[tuple[int, int], np.ndarray]:  # (each record read alone says what is wrong)
             return {key: self._decode(array, *key, self._read_encoded(array, *key)) for key in keys}
         try:
-            index = self._read_shard_index(array, ri, sj, shard)
+            index = self._read_shard_index(array, ri, sj)
         except StorageUnavailable:
             raise
         except OSError:  # (a missing or unreadable shard)

@@ -256,7 +256,7 @@ def test_a_sharded_tables_neighbouring_records_come_in_one_ranged_read(s3, tmp_p
     assert calls.count("read_tail") == 1 and calls.count("read_range") == 4, calls
     for rj, rec in zip(range(4, 8), got):
         np.testing.assert_array_equal(rec, local.read_record(6, rj))
-    index = local._read_shard_index("points", 5, 1, "points/c/5/1/0")
+    index = local._read_shard_index("points", 5, 1)
     offset = int(index[2][0])  # record (5, 6): bytes inside shard (5, 1)
     key = "sharded/sharded.zarr/points/c/5/1/0"
     import obstore
