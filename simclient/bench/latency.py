@@ -111,12 +111,12 @@ def _row(runs: list[dict[str, Any]], local: dict[str, Any] | None) -> dict[str, 
     """Medians over repeated runs of one case and source; with the folder's row ``local``,
     ``same_results`` compares the last run's results with the folder's."""
     last = runs[-1]
+    def median(key: str) -> float:
+        return statistics.median(r[key] for r in runs)
     wall = statistics.median(r["setup_s"] + r["wall_s"] for r in runs)
     windows = last["windows"]
-    row = {"wall_s": wall, "process_s": statistics.median(r["process_s"] for r in runs),
-           "rig_cpu_s": statistics.median(r["rig_cpu_s"] for r in runs),
-           "setup_s": statistics.median(r["setup_s"] for r in runs),
-           "wait_s": statistics.median(r["window_wait_s"] for r in runs),
+    row = {"wall_s": wall, "process_s": median("process_s"), "rig_cpu_s": median("rig_cpu_s"),
+           "setup_s": median("setup_s"), "wait_s": median("window_wait_s"),
            "updates": sum(w["updates"] for w in windows.values()),
            "stalls": sum(w.get("stalls", w["updates"]) for w in windows.values()),
            "stalls_discarded": sum(w.get("stalls_discarded", 0) for w in windows.values()),

@@ -29,6 +29,7 @@ used strips go once they hold more than ``keep_mb`` (MB; at least four windows' 
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -138,8 +139,7 @@ class RecordSupply:
         ahead, as while an event is located, mostly jumps about there again, and one larger read
         costs a distant source far less than the round trips it saves."""
         m = min(max(math.ceil(self.fetch_s / 0.01), 1), 8) if self.fetch_s is not None else 1
-        box = RecordBlock(min(p.ri0 for p in pieces), max(p.ri1 for p in pieces), min(p.rj0 for p in pieces),
-                          max(p.rj1 for p in pieces))
+        box = functools.reduce(_hull, pieces)
         while True:
             block = self._grown(box, m, m)
             if m == 0 or block.n_records <= self.keep // 4:  # (large records: a smaller margin)
@@ -169,8 +169,11 @@ class RecordSupply:
     def _newest(self) -> list[RecordBlock]:
         """The strips held, those fetched first (newest first), then those still being fetched: a
         record read already is never waited for again."""
-        held = list(reversed(self._held))
-        return [b for b in held if self._held[b].done()] + [b for b in held if not self._held[b].done()]
+        done: list[RecordBlock] = []
+        running: list[RecordBlock] = []
+        for b in reversed(self._held):
+            (done if self._held[b].done() else running).append(b)
+        return done + running
 
     def _holder(self, s: RecordBlock, held: list[RecordBlock] | None = None) -> tuple[RecordBlock, int] | None:
         """The strip of ``held`` (default :meth:`_newest`) that holds all of ``s``, and the lag of ``s`` in it."""
@@ -184,11 +187,11 @@ class RecordSupply:
         """``s`` as pieces of the strips held, with their lags (``None`` for records in none): the
         whole of ``s`` from one strip where one holds it, else a record row at a time, runs of
         records that no strip holds joined."""
-        whole = self._holder(s)
+        held = self._newest()
+        whole = self._holder(s, held)
         if whole is not None:
             return [(whole[0], s, whole[1])]
         parts: list[tuple[RecordBlock | None, RecordBlock, int]] = []
-        held = self._newest()
         for ri in range(s.ri0, s.ri1):
             rj = s.rj0
             while rj < s.rj1:
@@ -345,16 +348,17 @@ class RecordSupply:
             end = start
         else:
             du, dv = self._pace()
+            cheap = self._cheap(abs(du) > abs(dv))
             wanted, end = self._line(new, du, dv, ahead)
             held = self._newest()
             if any(self._holder(s, held) is None for s in wanted):
                 # the lead runs short: as far again as is cheap (one request for several moves'
                 # strips, not one each: a source's requests cost it more than their bytes)
-                wanted, end = self._line(new, du, dv, min(ahead + self._cheap(abs(du) > abs(dv)), self._most_ahead()))
+                wanted, end = self._line(new, du, dv, min(ahead + cheap, self._most_ahead()))
             # and behind, as far as is cheap: where records are small, a trial step's detection that
             # walks the window back along the travel (friction at an impact) finds them there too
             # (along a path travelled they are held already: nothing is fetched)
-            back, start = self._line(new, -du, -dv, min(self._cheap(abs(du) > abs(dv)), ahead))
+            back, start = self._line(new, -du, -dv, min(cheap, ahead))
             wanted += back
         if old is not None:
             corridor = _hull(start, end)
@@ -399,7 +403,7 @@ def _runs(strips: list[RecordBlock], most: int = 8) -> list[RecordBlock]:
         if b is not None and count < most and (
                 (b.rj0, b.rj1) == (s.rj0, s.rj1) and b.ri1 == s.ri0 or (b.ri0, b.ri1) == (s.ri0, s.ri1) and b.rj1 == s.rj0
                 or (b.rj0, b.rj1) == (s.rj0, s.rj1) and s.ri1 == b.ri0 or (b.ri0, b.ri1) == (s.ri0, s.ri1) and s.rj1 == b.rj0):
-            out[-1] = RecordBlock(min(b.ri0, s.ri0), max(b.ri1, s.ri1), min(b.rj0, s.rj0), max(b.rj1, s.rj1))
+            out[-1] = _hull(b, s)
             count += 1
         else:
             out.append(s)
