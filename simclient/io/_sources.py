@@ -7,8 +7,8 @@ Every source has ``name``, ``header`` (:class:`surfacestore.format.Header`) and
 All sources return identical data for the same table.
 
 - :class:`LocalSource` reads a table folder directly (the embedded default: no server).
-- :class:`HttpSource` reads from a surface store over HTTP (an httpx transport, keep-alive,
-  timeouts, retries with backoff on connection errors and 5xx).
+- :class:`HttpSource` reads from a surface store over HTTP (keep-alive connections, timeouts,
+  retries with backoff on connection errors and 5xx).
 - :class:`MemorySource` holds a whole table in memory (the "no windows" baseline).
 - :class:`CountingSource` wraps any source and counts requests, records, bytes and waiting time.
 
@@ -33,6 +33,7 @@ from simclient.errors import (
     SourceUnavailable,
     TableChanged,
 )
+from simclient.io._connections import Connections, Reply, TransportFailure
 from simclient.io._npy import load_npy
 from surfacestore.errors import (
     RecordOutOfRange,
@@ -46,6 +47,8 @@ from surfacestore.format import Header, RecordBlock, Table
 
 if TYPE_CHECKING:
     import httpx
+
+    from simclient.io._transport import TransportConnections
 
 #: says when a request failed and is being retried (the retries may take seconds)
 _log = logging.getLogger("simclient.io")
@@ -160,56 +163,54 @@ class HttpSource:
     timeout : seconds per request.
     retries : attempts after the first on connection errors and 5xx, with exponential backoff
         starting at ``backoff`` seconds (capped at 2 s), so a store restart is ridden out.
-    transport : the ``httpx`` transport requests go through (tests pass a ``MockTransport``); by
-        default :class:`simclient.io.KeepAliveTransport` for ``http://`` and
-        ``httpx.HTTPTransport`` for ``https://``. Requests are sent on the transport directly: the
-        store needs none of ``httpx.Client``'s cookies, redirects or auth flows, which cost about
-        0.3 ms per request on the development VM, a third of a window's round trip.
+    transport : an ``httpx`` transport to send the requests on (``https://``; tests pass a
+        ``MockTransport``); by default, for ``http://``, keep-alive connections on the standard
+        library (:class:`simclient.io._connections.Connections`: a store's client needs none of
+        ``httpx.Client``'s cookies, redirects or auth flows, which cost about 0.3 ms a request on
+        the development VM, a third of a window's round trip, and importing httpx some 80 ms of
+        a process's start), and ``httpx.HTTPTransport`` for ``https://``.
     """
 
     remote = True
 
     def __init__(self, url: str, *, token: str | None = None, timeout: float = 10.0, retries: int = 8,
                  backoff: float = 0.05, transport: httpx.BaseTransport | None = None) -> None:
-        import httpx  # (a store's client only: a run on local tables does without it)
-
-        from simclient.io._transport import KeepAliveTransport
-
         self.url = url.rstrip("/")
         self.name = self.url.rsplit("/", 1)[-1]
         self.retries = retries
         self.backoff = backoff
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._timeout = httpx.Timeout(timeout).as_dict()
-        self._transport = transport or (KeepAliveTransport(timeout) if self.url.startswith("http://")
-                                        else httpx.HTTPTransport())
+        self._connections: Connections | TransportConnections
+        if transport is None and self.url.startswith("http://"):
+            self._connections = Connections(timeout)
+        else:  # (httpx only here: a run on a plain-HTTP store does without it)
+            import httpx
+
+            from simclient.io._transport import TransportConnections
+            self._connections = TransportConnections(transport or httpx.HTTPTransport(), timeout)
         r = self._get(self.url, what="header")
         self.header = Header.from_dict(r.json())
 
-    def _get(self, url: str, *, what: str) -> httpx.Response:
-        import httpx
-
+    def _get(self, url: str, *, what: str) -> Reply:
         delay = self.backoff
         for attempt in range(self.retries + 1):
             try:
-                r = self._transport.handle_request(httpx.Request("GET", httpx.URL(url), headers=self._headers,
-                                                                 extensions={"timeout": self._timeout}))
-                r.read()
-            except httpx.TransportError as exc:
-                cause: str = f"{type(exc).__name__}: {exc}"
+                r = self._connections.get(url, self._headers)
+            except TransportFailure as exc:
+                cause: str = str(exc)
             else:
-                if r.status_code < 400:
+                if r.status < 400:
                     return r
                 code, detail = _detail(r)
-                if r.status_code == 404:
+                if r.status == 404:
                     raise SourceNotFound(f"{self.name}: {what}: not found ({detail})")
                 if code in ("record_corrupt", "table_unreadable"):  # the store's definite answer
-                    raise SourceCorrupt(f"{self.name}: {what}: HTTP {r.status_code} ({detail})")
-                if r.status_code < 500:
-                    err = SourceRequestError(f"{self.name}: {what}: HTTP {r.status_code} ({detail})")
-                    err.status_code = r.status_code  # type: ignore[attr-defined]
+                    raise SourceCorrupt(f"{self.name}: {what}: HTTP {r.status} ({detail})")
+                if r.status < 500:
+                    err = SourceRequestError(f"{self.name}: {what}: HTTP {r.status} ({detail})")
+                    err.status_code = r.status  # type: ignore[attr-defined]
                     raise err
-                cause = f"HTTP {r.status_code} ({detail})"
+                cause = f"HTTP {r.status} ({detail})"
             if attempt < self.retries:
                 if attempt == 0:  # (once: a store restarting answers within the retries, silently after)
                     _log.warning("%s: %s: %s; retrying up to %d times over %.0f s", self.name, what, cause,
@@ -248,13 +249,13 @@ class HttpSource:
         return load_npy(r.content)
 
     def close(self) -> None:
-        self._transport.close()
+        self._connections.close()
 
     def __repr__(self) -> str:
         return f"HttpSource({self.url!r})"
 
 
-def _detail(r: httpx.Response) -> tuple[str | None, str]:
+def _detail(r: Reply) -> tuple[str | None, str]:
     """The store's error code and a readable ``code: detail`` (or the body's start)."""
     try:
         body = r.json()

@@ -1,107 +1,80 @@
-"""A lean synchronous httpx transport for talking to a surface store over plain HTTP.
+"""httpx transports for a surface store's client.
 
-:class:`KeepAliveTransport` implements ``httpx.BaseTransport`` on the standard library's
-``http.client``: one persistent HTTP/1.1 connection per thread and host. It exists for latency:
-on the 2-core development VM a 3 x 3 window (82 KB) took about 1.2 ms through ``httpx.Client``
-with its default transport and about 0.75 ms through this transport called directly, against
-about 0.5 ms for a raw socket (``simclient bench store`` shows the same comparison for the bare
-endpoint). The saving is httpcore's and the client's per-request bookkeeping (connection pool,
-cookies, redirects, auth flow), none of which a store client needs.
+- :class:`KeepAliveTransport`: :class:`simclient.io._connections.Connections` (plain-HTTP/1.1
+  keep-alive on the standard library, one connection per thread and host) as an
+  ``httpx.BaseTransport``, for httpx clients (the benchmarks' and soak tests' clients).
+- :class:`TransportConnections`: any httpx transport (``https://``, a test's ``MockTransport``)
+  behind the interface :class:`simclient.io.HttpSource` reads with, that of ``Connections``.
 
-Errors of the standard library are translated to httpx's exception tree at this boundary, so
-callers catch ``httpx.TransportError`` whichever transport is in use::
+A failure of the connections is raised as httpx's exception tree, and an httpx transport's as a
+:class:`~simclient.io._connections.TransportFailure`, by one table::
 
-    refused / unreachable while connecting   -> httpx.ConnectError
-    timeout while connecting                  -> httpx.ConnectTimeout
-    timeout while sending or reading          -> httpx.ReadTimeout
-    connection closed or reset by the server  -> httpx.RemoteProtocolError
-    malformed response                        -> httpx.RemoteProtocolError
-    any other socket error                    -> httpx.NetworkError
-
-A connection that failed, or that the server asked to close, is dropped and the next request
-opens a new one; requests are not retried here (:class:`simclient.io.HttpSource` retries).
-Only ``http://`` URLs are handled: give ``httpx.HTTPTransport()`` for TLS.
+    connect          httpx.ConnectError
+    connect_timeout  httpx.ConnectTimeout
+    read_timeout     httpx.ReadTimeout (and httpx's other timeouts)
+    protocol         httpx.RemoteProtocolError
+    network          httpx.NetworkError (and httpx's other transport errors)
 """
 
 from __future__ import annotations
 
-import http.client
-import socket
-import threading
-
 import httpx
 
-__all__ = ["KeepAliveTransport"]
+from simclient.io._connections import Connections, Reply, TransportFailure
+
+__all__ = ["KeepAliveTransport", "TransportConnections"]
+
+_HTTPX_ERRORS: dict[str, type[httpx.TransportError]] = {
+    "connect": httpx.ConnectError, "connect_timeout": httpx.ConnectTimeout, "read_timeout": httpx.ReadTimeout,
+    "protocol": httpx.RemoteProtocolError, "network": httpx.NetworkError}
 
 
 class KeepAliveTransport(httpx.BaseTransport):
-    """Plain-HTTP/1.1 httpx transport over ``http.client`` keep-alive connections, one per
-    thread and ``(host, port)``; thread-safe. Timeouts (seconds) come from the request's
-    ``timeout`` extension as httpx sets it (``connect``, ``read``), else ``default_timeout``."""
+    """Plain-HTTP/1.1 httpx transport on keep-alive connections, one per thread and
+    ``(host, port)``; thread-safe. Timeouts (seconds) come from the request's ``timeout``
+    extension as httpx sets it (``connect``, ``read``), else ``default_timeout``."""
 
     def __init__(self, default_timeout: float | None = 10.0) -> None:
         self.default_timeout = default_timeout
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._all: set[http.client.HTTPConnection] = set()
-
-    def _connection(self, url: httpx.URL, timeouts: dict[str, float | None]) -> http.client.HTTPConnection:
-        if url.scheme != "http":
-            raise httpx.UnsupportedProtocol(f"KeepAliveTransport handles http:// only, not {url.scheme}://")
-        conns: dict[tuple[str, int], http.client.HTTPConnection] = self._local.__dict__.setdefault("conns", {})
-        key = (url.host, url.port or 80)
-        conn = conns.get(key)
-        if conn is None:
-            conn = http.client.HTTPConnection(*key, timeout=timeouts.get("connect", self.default_timeout))
-            try:
-                conn.connect()
-            except TimeoutError as exc:
-                raise httpx.ConnectTimeout(f"connecting to {url.host}:{key[1]}: {exc}") from exc
-            except OSError as exc:
-                raise httpx.ConnectError(f"connecting to {url.host}:{key[1]}: {exc}") from exc
-            # small requests go out at once rather than waiting for Nagle's algorithm
-            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conns[key] = conn
-            with self._lock:
-                self._all.add(conn)
-        return conn
-
-    def _drop(self, conn: http.client.HTTPConnection) -> None:
-        conn.close()
-        conns = self._local.__dict__.get("conns", {})
-        for key in [k for k, c in conns.items() if c is conn]:
-            del conns[key]
-        with self._lock:
-            self._all.discard(conn)
+        self._connections = Connections(default_timeout)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.scheme != "http":
+            raise httpx.UnsupportedProtocol(f"KeepAliveTransport handles http:// only, not {request.url.scheme}://")
         timeouts = request.extensions.get("timeout", {})
-        conn = self._connection(request.url, timeouts)
         try:
-            conn.sock.settimeout(timeouts.get("read", self.default_timeout))
-            conn.request(request.method, request.url.raw_path.decode("ascii"), body=request.read() or None,
-                         headers={k.decode("latin-1"): v.decode("latin-1") for k, v in request.headers.raw})
-            response = conn.getresponse()
-            body = response.read()
-        except BaseException as exc:
-            self._drop(conn)
-            where = f"{request.method} {request.url}"
-            if isinstance(exc, TimeoutError):
-                raise httpx.ReadTimeout(f"{where}: timed out: {exc}", request=request) from exc
-            if isinstance(exc, (http.client.HTTPException, ConnectionError)):
-                raise httpx.RemoteProtocolError(f"{where}: {type(exc).__name__}: {exc}", request=request) from exc
-            if isinstance(exc, OSError):
-                raise httpx.NetworkError(f"{where}: {type(exc).__name__}: {exc}", request=request) from exc
-            raise
-        if response.will_close:
-            self._drop(conn)
-        return httpx.Response(response.status, headers=response.getheaders(), stream=httpx.ByteStream(body),
+            reply = self._connections.request(
+                request.method, str(request.url), {k.decode("latin-1"): v.decode("latin-1") for k, v in request.headers.raw},
+                request.read() or None, timeouts.get("connect"), timeouts.get("read"), decode=False)
+        except TransportFailure as exc:
+            raise _HTTPX_ERRORS[exc.kind](str(exc), request=request) from exc
+        # (the body as sent: httpx decodes it by its Content-Encoding, as with its own transports)
+        return httpx.Response(reply.status, headers=list(reply.headers.items()), stream=httpx.ByteStream(reply.content),
                               request=request)
 
     def close(self) -> None:
         """Close every connection of every thread."""
-        with self._lock:
-            conns, self._all = self._all, set()
-        for conn in conns:
-            conn.close()
-        self._local = threading.local()
+        self._connections.close()
+
+
+class TransportConnections:
+    """An httpx ``transport`` read as :class:`~simclient.io._connections.Connections` are, each
+    request with ``timeout`` (s)."""
+
+    def __init__(self, transport: httpx.BaseTransport, timeout: float | None) -> None:
+        self.transport = transport
+        self._timeout = httpx.Timeout(timeout).as_dict()
+
+    def get(self, url: str, headers: dict[str, str] | None = None) -> Reply:
+        try:
+            r = self.transport.handle_request(httpx.Request("GET", httpx.URL(url), headers=headers,
+                                                            extensions={"timeout": self._timeout}))
+            r.read()
+        except httpx.TransportError as exc:
+            kind = next((k for k, cls in _HTTPX_ERRORS.items() if isinstance(exc, cls)),
+                        "read_timeout" if isinstance(exc, httpx.TimeoutException) else "network")
+            raise TransportFailure(kind, f"{type(exc).__name__}: {exc}") from exc
+        return Reply(r.status_code, {k.lower(): v for k, v in r.headers.items()}, r.content)
+
+    def close(self) -> None:
+        self.transport.close()

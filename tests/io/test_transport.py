@@ -1,11 +1,13 @@
-"""The keep-alive transport against a standard-library HTTP server: keep-alive, httpx semantics
-(content decoding, headers), and the translation of every failure to httpx's exception tree."""
+"""The keep-alive connections and their httpx transport against a standard-library HTTP server:
+keep-alive, httpx semantics (content decoding, headers), every failure named by its kind and
+translated to httpx's exception tree; a store's client without httpx."""
 
 from __future__ import annotations
 
 import gzip
 import http.server
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -15,6 +17,7 @@ import httpx
 import pytest
 
 from simclient.io import KeepAliveTransport
+from simclient.io._connections import Connections, TransportFailure
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -133,3 +136,33 @@ def test_errors_are_httpx_transport_errors(server):
         _get(t, f"http://127.0.0.1:{port}/x")
     with pytest.raises(httpx.UnsupportedProtocol):
         _get(t, "https://127.0.0.1/x")
+
+
+def test_connections_decode_bodies_and_name_each_failure(server):
+    """The standard-library connections HttpSource reads a plain-HTTP store on: a compressed body
+    decoded, a broken connection dropped, and each failure a TransportFailure of its kind."""
+    c = Connections(timeout=1.0)
+    assert c.get(_url(server, "/gzip")).content == b"z" * 1000
+    r = c.get(_url(server, "/missing"))
+    assert r.status == 404 and r.json() == {"error": "not_found"} and r.headers["content-type"] == "application/json"
+    kinds = []
+    for path, read_timeout in (("/truncated", None), ("/slow", 0.2)):
+        with pytest.raises(TransportFailure, match=path) as err:
+            c.request("GET", _url(server, path), read_timeout=read_timeout)
+        kinds.append(err.value.kind)
+    assert c.get(_url(server, "/echo")).status == 200 and server.connections == 3  # (a new one after each failure)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(TransportFailure, match=f"127.0.0.1:{port}") as err:
+        c.get(f"http://127.0.0.1:{port}/x")
+    assert kinds + [err.value.kind] == ["protocol", "read_timeout", "connect"]
+
+
+def test_a_plain_http_store_is_read_without_importing_httpx(store):
+    """A client of a plain-HTTP store imports no httpx (some 80 ms of a process's start)."""
+    code = ("import sys; from simclient import open_surface; "
+            f"s = open_surface('{store.url}/v1/surfaces/ball'); assert s.read_block(0, 1, 0, 1).shape[2] == 14; "
+            "print('httpx' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr[-2000:]
