@@ -8,7 +8,8 @@ already is never waited for again) and fetches running ahead of it.
 - A table no larger than what the supply keeps (:data:`KEEP_MB`) is requested whole at the first
   window (the ring round it first, then the rest in a few blocks), and nothing later.
 - Otherwise, before the first window is read, the ring of records one move deep round it is
-  requested; once told where the contact point heads (:meth:`RecordSupply.head`: the rate of its
+  requested (the window reads the ring's records on its own record rows with its own:
+  :meth:`RecordSupply.first`); once told where the contact point heads (:meth:`RecordSupply.head`: the rate of its
   parameters at the first accepted state, before any contact), the records either way along that
   as far as :data:`AHEAD_BYTES` reach (an impact's trial steps walk the windows far along the
   travel, back and forth, before any pace is known).
@@ -23,8 +24,9 @@ already is never waited for again) and fetches running ahead of it.
   than their bytes); and behind as far as is cheap (held already along a path travelled).
   Requests run several at once (a distant source's round trips overlap), nearest first.
 
-Memory is bounded: fetches still running off the corridor are cancelled, and the least recently
-used strips go once they hold more than ``keep_mb`` (MB; at least four windows' worth of records).
+Memory is bounded: fetches not begun off the corridor are dropped (one running is kept, its
+round trip paid for), and the least recently used strips go once they hold more than
+``keep_mb`` (MB; at least four windows' worth of records).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from surfacestore.format import NFIELDS, Header, RecordBlock, window_block
+from surfacestore.format import NFIELDS, Header, RecordBlock
 
 __all__ = ["RecordSupply", "new_strips", "cut"]
 
@@ -241,13 +243,18 @@ class RecordSupply:
         self._track.append((now, now - waited_s, (u - h.u0) / (h.du * h.u_pts), (v - h.v0) / (h.dv * h.v_pts)))
         return True
 
-    def first(self, new: RecordBlock) -> None:
+    def first(self, new: RecordBlock) -> RecordBlock:
         """Before the first window ``new`` is read: request the ring of records one move deep round
-        it (the next move's, at the same time), or a table held :attr:`whole` all of it."""
+        it (the next move's, at the same time), or a table held :attr:`whole` all of it; returns
+        the block the window reads itself: ``new`` and the ring's records on its record rows (a
+        row's records are one range of a table sharded by row: one request, where the ring's
+        ends of the rows would cost one each)."""
         if self.whole:
             self._plan(new)
-        else:
-            self._request(self._ring(new)[0])
+            return new
+        own = self._grown(new, 0, self.extent[1] // 2)
+        self._request(new_strips(own, self._ring(new)[1]))
+        return own
 
     def moved(self, old: RecordBlock | None, new: RecordBlock) -> None:
         """After the window moved from ``old`` (None: its first placement) to ``new``: request the
@@ -288,17 +295,32 @@ class RecordSupply:
 
     def _line(self, new: RecordBlock, di: float, dj: float, n: int) -> tuple[list[RecordBlock], RecordBlock]:
         """The strips of the windows ``n`` records on from ``new`` along the direction (di, dj)
-        (records), a record at a time, and the last of those windows."""
-        h, (wu, wv) = self.header, self.extent
+        (records), a record at a time, and the last of those windows (each as
+        :func:`~surfacestore.format.window_block` places it, inlined: a run plans a line at every
+        move, and the plain arithmetic costs a fraction of the checked call)."""
+        nu, nv, periodic = self.header.n_rec_u, self.header.n_rec_v, self.header.periodic_v
+        wu, wv = new.ri1 - new.ri0, new.rj1 - new.rj0
         step = max(abs(di), abs(dj))
         ci, cj = (new.ri0 + new.ri1 - 1) // 2, (new.rj0 + new.rj1 - 1) // 2
+        u_at = functools.partial(_placed, lo=0, hi=nu - wu, half=wu // 2)  # (a centre record -> the window's first)
+        v_at = functools.partial(_placed, lo=-math.inf if periodic else 0, hi=math.inf if periodic else nv - wv, half=wv // 2)
+        if u_at(ci) == new.ri0 and v_at(cj) == new.rj0:  # (odd extents: ``new`` is placed on its centre)
+            # a straight line (the offsets across it all round to 0): its records, a row or column at a time
+            if abs(di) * n < 0.5 * step:
+                end, sign = v_at(cj + math.copysign(n, dj)), 1 if dj > 0 else -1
+                cols = range(new.rj1, end + wv) if sign > 0 else range(new.rj0 - 1, end - 1, -1)
+                return [RecordBlock(new.ri0, new.ri1, c, c + 1) for c in cols], RecordBlock(new.ri0, new.ri1, end, end + wv)
+            if abs(dj) * n < 0.5 * step:
+                end, sign = u_at(ci + math.copysign(n, di)), 1 if di > 0 else -1
+                rows = range(new.ri1, end + wu) if sign > 0 else range(new.ri0 - 1, end - 1, -1)
+                return [RecordBlock(r, r + 1, new.rj0, new.rj1) for r in rows], RecordBlock(end, end + wu, new.rj0, new.rj1)
         strips, prev = [], new
         for k in range(1, n + 1):
-            ri = min(max(ci + round(k * di / step), 0), h.n_rec_u - 1)
-            rj = cj + round(k * dj / step)
-            nxt = window_block(h, ri, rj if h.periodic_v else min(max(rj, 0), h.n_rec_v - 1), wu, wv)
-            strips += new_strips(prev, nxt)
-            prev = nxt
+            ri0, rj0 = u_at(ci + round(k * di / step)), v_at(cj + round(k * dj / step))
+            if ri0 != prev.ri0 or rj0 != prev.rj0:
+                nxt = RecordBlock(ri0, ri0 + wu, rj0, rj0 + wv)
+                strips += new_strips(prev, nxt)
+                prev = nxt
         return strips, prev
 
     def _unknown_way(self, new: RecordBlock) -> tuple[list[RecordBlock], RecordBlock]:
@@ -363,7 +385,8 @@ class RecordSupply:
         if old is not None:
             corridor = _hull(start, end)
             for b in [b for b, f in self._held.items() if not f.done() and not _overlaps(b, corridor, self._period)]:
-                self._held.pop(b).cancel()
+                if self._held[b].cancel():  # (one already running is kept: its round trip is paid for)
+                    del self._held[b]
         self._request(wanted)
 
     def _request(self, strips: list[RecordBlock]) -> None:
@@ -409,6 +432,12 @@ def _runs(strips: list[RecordBlock], most: int = 8) -> list[RecordBlock]:
             out.append(s)
             count = 1
     return out
+
+
+def _placed(centre: float, lo: float, hi: float, half: int) -> int:
+    """The first record of a window centred on record ``centre``, ``half`` records on either
+    side, shifted inward to start within [``lo``, ``hi``] (as :func:`~surfacestore.format.window_block`)."""
+    return int(min(max(centre - half, lo), hi))
 
 
 def _hull(a: RecordBlock, b: RecordBlock) -> RecordBlock:

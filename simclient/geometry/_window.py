@@ -250,7 +250,7 @@ class StorageWindow:
         pieces: list[tuple[RecordBlock, np.ndarray | None]] = [(s, None) for s in strips]
         if self._supply is not None:
             if old is None:  # (the ring round the first window is on its way while that is read)
-                self._supply.first(new)
+                own = self._supply.first(new)
             pieces = []
             t = time.perf_counter()
             for strip in strips:
@@ -261,7 +261,7 @@ class StorageWindow:
             missing = [s for s, data in pieces if data is None]
             if missing:  # one read for all, with a margin (see RecordSupply.around; the first window's ring is asked for)
                 waited = True
-                block = self._supply.around(missing) if old is not None else new
+                block = self._supply.around(missing) if old is not None else own
                 t = time.perf_counter()
                 read = self._fetch(block, new)
                 self._supply.remember(block, read, time.perf_counter() - t)

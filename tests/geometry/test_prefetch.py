@@ -98,6 +98,38 @@ def test_prefetch_follows_the_tracked_point_so_no_move_waits(sample_tables):
     assert far.requests == pre.requests + st["prefetch_requests"] and pre.requests == 1  # (the first window only)
 
 
+def test_the_first_window_is_read_with_the_rings_records_on_its_rows(sample_tables):
+    """The first window is one read of its records and the ring's on the same record rows (one
+    range each of a table sharded by row), the ring's rows above and below one request each; then a
+    move a record any way waits for nothing, and the points are a plain window's."""
+    src = LocalSource(sample_tables / "ground.zarr")
+    h = src.header
+    asked: list[RecordBlock] = []
+
+    class Logged(_Distant):
+        def read_block(self, ri0, ri1, rj0, rj1, array="points"):
+            asked.append(RecordBlock(ri0, ri1, rj0, rj1))
+            return super().read_block(ri0, ri1, rj0, rj1, array)
+
+    pre = StorageWindow(Logged(src, 0.02), (3, 9), centre=(0.0, 0.0), prefetch=True)
+    b = pre.block
+    assert not pre._supply.whole and pre.requests == 1
+    own = RecordBlock(b.ri0, b.ri1, b.rj0 - 4, b.rj1 + 4)
+    assert len(asked) == 3 and set(asked) == {own, RecordBlock(b.ri0 - 1, b.ri0, own.rj0, own.rj1),
+                                              RecordBlock(b.ri1, b.ri1 + 1, own.rj0, own.rj1)}
+    time.sleep(0.1)  # (the ring arrives)
+    plain = StorageWindow(src, (3, 9), centre=(0.0, 0.0))
+    ci, cj = b.ri0 + 1, b.rj0 + 4  # (the middle record)
+    for di, dj in ((0, 1), (0, -1), (1, 0), (-1, 0)):
+        # (to a border record: the window re-centres there, a record along u, four along v)
+        u, v = h.u0 + ((ci + di) * h.u_pts + 4) * h.du, h.v0 + ((cj + 4 * dj) * h.v_pts + 4) * h.dv
+        for w in (plain, pre):
+            w.update(u, v)
+            w.restore(b)
+        np.testing.assert_array_equal(plain.points(), pre.points())
+    assert pre.stats["stalls"] == 0 and pre.stats["updates"] == 8 and pre.requests == 1, pre.stats  # (moves, and back)
+
+
 def test_a_table_the_supply_can_hold_is_fetched_whole_once(sample_tables, monkeypatch):
     """The sample ground (12.4 MB) 20 ms away, with supplies that keep 16 MB: requested whole at
     the first window; once that arrived, moves anywhere on it wait for nothing and read nothing
@@ -182,3 +214,32 @@ def test_a_closed_window_drops_its_queued_fetches_and_reads_for_itself(sample_ta
         w.update(0.0, h.v0 + 250 * h.dv)
     np.testing.assert_array_equal(plain.points(), pre.points())
     assert pre.requests == 2 and "prefetch_requests" not in pre.stats
+
+
+def test_a_line_of_windows_is_window_blocks_own(sample_tables):
+    """The strips of the windows along a line (closed form for straight lines, plain arithmetic
+    otherwise) are those of the windows ``window_block`` places a record at a time, on a table
+    periodic in v and on one that is not, up to and past their borders."""
+    from surfacestore.format import window_block
+
+    rng = np.random.default_rng(11)
+    for table in ("ball.zarr", "ground.zarr"):
+        h = LocalSource(sample_tables / table).header
+        for extent in ((3, 3), (3, 9), (5, 5), (1, 3)):
+            supply = RecordSupply(h, extent, lambda b: None, "t")
+            for _ in range(300):
+                new = window_block(h, int(rng.integers(h.n_rec_u)), int(rng.integers(h.n_rec_v)), *extent)
+                di, dj = rng.choice([0.0, 1e-3, 0.3, 1.0, 2.0], 2) * rng.choice([-1, 1], 2)
+                if di == dj == 0:
+                    continue
+                n = int(rng.integers(1, 40))
+                step = max(abs(di), abs(dj))
+                ci, cj = (new.ri0 + new.ri1 - 1) // 2, (new.rj0 + new.rj1 - 1) // 2
+                strips, prev = [], new
+                for k in range(1, n + 1):
+                    rj = cj + round(k * dj / step)
+                    nxt = window_block(h, min(max(ci + round(k * di / step), 0), h.n_rec_u - 1),
+                                       rj if h.periodic_v else min(max(rj, 0), h.n_rec_v - 1), *extent)
+                    strips += _prefetch.new_strips(prev, nxt)
+                    prev = nxt
+                assert supply._line(new, di, dj, n) == (strips, prev), (table, extent, new, di, dj, n)
