@@ -8,11 +8,12 @@ already is never waited for again) and fetches running ahead of it.
 - A table no larger than what the supply keeps (:data:`KEEP_MB`) is requested whole at the first
   window (the ring round it first, then the rest in a few blocks), and nothing later.
 - Otherwise, before the first window is read, the ring of records one move deep round it is
-  requested (the window reads the ring's records on its own record rows with its own:
-  :meth:`RecordSupply.first`); once told where the contact point heads (:meth:`RecordSupply.head`: the rate of its
-  parameters at the first accepted state, before any contact), the records either way along that
-  as far as :data:`AHEAD_BYTES` reach (an impact's trial steps walk the windows far along the
-  travel, back and forth, before any pace is known).
+  requested (the window reads those on its own record rows with its own, and on along them as
+  far as :data:`AHEAD_BYTES` reach: :meth:`RecordSupply.first`); once told where the contact
+  point heads (:meth:`RecordSupply.head`: the rate of its parameters at the first accepted
+  state, before any contact), the records either way along that as far as :data:`AHEAD_BYTES`
+  reach (an impact's trial steps walk the windows far along the travel, back and forth, before
+  any pace is known).
 - Then the supply follows the contact point: the window tells it where the point is at every
   accepted state of an integration (:meth:`RecordSupply.track`) and at every move. From the last
   ``history`` positions (the net displacement over the wall time between them, less the time
@@ -244,17 +245,20 @@ class RecordSupply:
         return True
 
     def first(self, new: RecordBlock) -> RecordBlock:
-        """Before the first window ``new`` is read: request the ring of records one move deep round
-        it (the next move's, at the same time), or a table held :attr:`whole` all of it; returns
-        the block the window reads itself: ``new`` and the ring's records on its record rows (a
-        row's records are one range of a table sharded by row: one request, where the ring's
-        ends of the rows would cost one each)."""
+        """Before the first window ``new`` is read: request the ring's record rows above and below
+        it (one move deep: the next move's, at the same time), or a table held :attr:`whole` all of
+        it; returns the block the window reads itself: ``new`` and, on its record rows, the ring's
+        records and on along v either way as far as :data:`AHEAD_BYTES` reach. A record row's
+        records are one range of a table sharded by row (one request brings what several would:
+        a bucket and a store charge per request more than per byte), and an impact's trial steps
+        walk the windows along the travel before any heading is known (where it runs along v, its
+        records are there; a heading along u is fetched once told, :meth:`head`)."""
         if self.whole:
             self._plan(new)
             return new
-        own = self._grown(new, 0, self.extent[1] // 2)
-        self._request(new_strips(own, self._ring(new)[1]))
-        return own
+        wv = self.extent[1]
+        self._request(new_strips(self._grown(new, 0, wv // 2), self._ring(new)[1]))
+        return self._grown(new, 0, wv // 2 + min(self._cheap(False), self._most_ahead()))
 
     def moved(self, old: RecordBlock | None, new: RecordBlock) -> None:
         """After the window moved from ``old`` (None: its first placement) to ``new``: request the

@@ -98,10 +98,12 @@ def test_prefetch_follows_the_tracked_point_so_no_move_waits(sample_tables):
     assert far.requests == pre.requests + st["prefetch_requests"] and pre.requests == 1  # (the first window only)
 
 
-def test_the_first_window_is_read_with_the_rings_records_on_its_rows(sample_tables):
-    """The first window is one read of its records and the ring's on the same record rows (one
-    range each of a table sharded by row), the ring's rows above and below one request each; then a
-    move a record any way waits for nothing, and the points are a plain window's."""
+def test_the_first_window_is_read_with_its_rows_as_far_as_is_cheap(sample_tables):
+    """The first window is one read: its records and, on its record rows (one range each of a
+    table sharded by row), the ring's and on either way as far as AHEAD_BYTES reach; the ring's
+    rows above and below are one request each. Then the moves a record any way, and a walk along
+    v as far as that read reaches (an impact's trial steps), wait for nothing; the points are a
+    plain window's."""
     src = LocalSource(sample_tables / "ground.zarr")
     h = src.header
     asked: list[RecordBlock] = []
@@ -114,20 +116,21 @@ def test_the_first_window_is_read_with_the_rings_records_on_its_rows(sample_tabl
     pre = StorageWindow(Logged(src, 0.02), (3, 9), centre=(0.0, 0.0), prefetch=True)
     b = pre.block
     assert not pre._supply.whole and pre.requests == 1
-    own = RecordBlock(b.ri0, b.ri1, b.rj0 - 4, b.rj1 + 4)
-    assert len(asked) == 3 and set(asked) == {own, RecordBlock(b.ri0 - 1, b.ri0, own.rj0, own.rj1),
-                                              RecordBlock(b.ri1, b.ri1 + 1, own.rj0, own.rj1)}
+    reach = int(_prefetch.AHEAD_BYTES // (3 * h.u_pts * h.v_pts * 14 * 8))  # (records along v: 1 MB of 3-record columns)
+    own = RecordBlock(b.ri0, b.ri1, max(b.rj0 - 4 - reach, 0), min(b.rj1 + 4 + reach, h.n_rec_v))  # (within the table)
+    ring = (b.rj0 - 4, b.rj1 + 4)
+    assert len(asked) == 3 and set(asked) == {own, RecordBlock(b.ri0 - 1, b.ri0, *ring), RecordBlock(b.ri1, b.ri1 + 1, *ring)}
     time.sleep(0.1)  # (the ring arrives)
     plain = StorageWindow(src, (3, 9), centre=(0.0, 0.0))
     ci, cj = b.ri0 + 1, b.rj0 + 4  # (the middle record)
-    for di, dj in ((0, 1), (0, -1), (1, 0), (-1, 0)):
-        # (to a border record: the window re-centres there, a record along u, four along v)
-        u, v = h.u0 + ((ci + di) * h.u_pts + 4) * h.du, h.v0 + ((cj + 4 * dj) * h.v_pts + 4) * h.dv
+    # (to a border record: the window re-centres there, a record along u, four along v; then to either end of the read)
+    for di, rj in ((0, cj + 4), (0, cj - 4), (1, cj), (-1, cj), (0, own.rj0 + 4), (0, own.rj1 - 5)):
+        u, v = h.u0 + ((ci + di) * h.u_pts + 4) * h.du, h.v0 + (rj * h.v_pts + 4) * h.dv
         for w in (plain, pre):
             w.update(u, v)
             w.restore(b)
         np.testing.assert_array_equal(plain.points(), pre.points())
-    assert pre.stats["stalls"] == 0 and pre.stats["updates"] == 8 and pre.requests == 1, pre.stats  # (moves, and back)
+    assert pre.stats["stalls"] == 0 and pre.stats["updates"] == 12 and pre.requests == 1, pre.stats  # (moves, and back)
 
 
 def test_a_table_the_supply_can_hold_is_fetched_whole_once(sample_tables, monkeypatch):
@@ -155,9 +158,10 @@ def test_a_table_the_supply_can_hold_is_fetched_whole_once(sample_tables, monkey
 
 
 def test_a_heading_fetches_either_way_along_it_before_any_pace(sample_tables):
-    """Told where its contact point heads (+v) before any pace is known, a window 20 ms away
-    fetches the records along v either way as far as AHEAD_BYTES reach: a walk 12 records back
-    and 12 forward (an impact's trial steps) waits for nothing. Without the heading, it does."""
+    """Told where its contact point heads (+u, across the record rows the first read runs along)
+    before any pace is known, a window 20 ms away fetches the records along u either way as far as
+    AHEAD_BYTES reach: a walk 12 records back and 12 forward (an impact's trial steps) waits for
+    nothing. Without the heading, it does."""
     src = LocalSource(sample_tables / "ground.zarr")
     h = src.header
     stalls = []
@@ -165,11 +169,11 @@ def test_a_heading_fetches_either_way_along_it_before_any_pace(sample_tables):
         w = StorageWindow(_Distant(src, 0.02), (3, 9), centre=(0.0, 0.0), prefetch=True)
         assert not w._supply.whole
         if told:
-            w.head(0.0, 0.7)
+            w.head(0.7, 0.0)
         time.sleep(0.3)
-        j = w.block.rj0 + 4  # (the window's middle record)
+        i, v = w.block.ri0 + 1, h.v0 + ((w.block.rj0 + 4) * h.v_pts + 4) * h.dv  # (the window's middle record)
         for k in [*range(-3, -13, -3), *range(-9, 13, 3)]:
-            w.update(0.0, h.v0 + ((j + k) * h.v_pts + 4) * h.dv)
+            w.update(h.u0 + ((i + k) * h.u_pts + 4) * h.du, v)
         stalls.append(w.stats["stalls"])
     assert stalls[0] == 0 and stalls[1] > 2, stalls
 
