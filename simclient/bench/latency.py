@@ -23,14 +23,16 @@ simulated one), and (d) a store next to the client serving the bucket ``L`` ms a
 first client's run (its record cache cold: every block it serves one upstream round trip of
 concurrent record reads) and the next clients' (the records they share held). Rows: the run's
 wall time (set-up and integration), the set-up's (opening the tables and reading the first
-windows; over HTTP it includes importing the HTTP client, about 80 ms here), the whole process's
-(what a user waits for: the interpreter's start and imports too), the time it
-waited for windows, window moves, the moves that stalled on a fetch (all of them without
-prefetch; ``stalls_discarded``, "failed", apart: those of an integrator's failed trial step, whose
+windows; from a bucket it includes importing its client), the whole process's (what a user
+waits for: the interpreter's start and imports too), the time it waited for windows, window
+moves, the moves that stalled on a fetch (the worst run's; all of them without prefetch;
+``stalls_discarded``, "failed", apart: those of an integrator's failed trial step, whose
 detection walked a window off the motion before the step was retried), requests and bytes read
-(fetches ahead included), the client's peak RSS, the ratios of the wall and process times to the
-folder's, and the CPU time the servers and delay proxies of the run spent meanwhile ("rig cpu", s:
-they share the client's cores here, as a distant store or bucket would not).
+(fetches ahead included; medians), the client's peak RSS, the ratios of the wall and process
+times to those of folder runs made back to back with them (each run right after one from the
+folder: the machine's drift over the bench cancels), and the CPU time the servers and delay
+proxies of the run spent meanwhile ("rig cpu", s: they share the client's cores here, as a
+distant store or bucket would not).
 Every run's results (impacts, indentations, velocities, steps) are compared with the folder's to
 the last bit.
 """
@@ -107,27 +109,38 @@ def _run(where: Sequence[str], ground: str, case: str, *, t_end: float, x0: floa
     return {**json.loads(r.stdout), "process_s": process_s, "rig_cpu_s": rig_cpu_s}
 
 
+def _paired(remote: Callable[[], dict[str, Any]], local: Callable[[], dict[str, Any]], n: int) -> dict[str, Any]:
+    """The row of ``n`` runs of ``remote``, each right after a run of ``local`` (back to back: the
+    machine's drift over the bench cancels in the ratios), against those runs of ``local``."""
+    pairs = [(local(), remote()) for _ in range(n)]
+    return _row([r for _, r in pairs], _row([f for f, _ in pairs], None))
+
+
 def _row(runs: list[dict[str, Any]], local: dict[str, Any] | None) -> dict[str, Any]:
-    """Medians over repeated runs of one case and source; with the folder's row ``local``,
-    ``same_results`` compares the last run's results with the folder's."""
+    """Medians over repeated runs of one case and source (the stalls and the peak RSS: the
+    worst run's); with the folder's row ``local``, ``same_results`` compares every run's results
+    with the folder's."""
     last = runs[-1]
     def median(key: str) -> float:
         return statistics.median(r[key] for r in runs)
+    def windows(r: dict[str, Any], *keys: str) -> int:  # (summed over the run's windows)
+        return sum(w.get(k, 0) for w in r["windows"].values() for k in keys)
     wall = statistics.median(r["setup_s"] + r["wall_s"] for r in runs)
-    windows = last["windows"]
     row = {"wall_s": wall, "process_s": median("process_s"), "rig_cpu_s": median("rig_cpu_s"),
            "setup_s": median("setup_s"), "wait_s": median("window_wait_s"),
-           "updates": sum(w["updates"] for w in windows.values()),
-           "stalls": sum(w.get("stalls", w["updates"]) for w in windows.values()),
-           "stalls_discarded": sum(w.get("stalls_discarded", 0) for w in windows.values()),
-           "requests": sum(w["requests"] + w.get("prefetch_requests", 0) for w in windows.values()),
-           "bytes": sum(w["bytes_read"] + w.get("prefetch_bytes", 0) for w in windows.values()),
+           "updates": windows(last, "updates"),
+           # (the worst run's stalls; without prefetch every move is one)
+           "stalls": max(sum(w.get("stalls", w["updates"]) for w in r["windows"].values()) for r in runs),
+           "stalls_discarded": max(windows(r, "stalls_discarded") for r in runs),
+           # (the fetches ahead a run's end finds running are not counted: the medians)
+           "requests": round(statistics.median(windows(r, "requests", "prefetch_requests") for r in runs)),
+           "bytes": round(statistics.median(windows(r, "bytes_read", "prefetch_bytes") for r in runs)),
            "peak_rss_MB": max(r["peak_rss_MB"] for r in runs)}
     if local is not None:
         row["ratio"] = wall / local["wall_s"]
         row["process_ratio"] = row["process_s"] / local["process_s"]
         row["rss_over_local_MB"] = row["peak_rss_MB"] - local["peak_rss_MB"]
-        row["same_results"] = all(last.get(k) == local["results"][k] for k in _RESULTS)
+        row["same_results"] = all(r.get(k) == local["results"][k] for r in runs for k in _RESULTS)
     else:
         row["results"] = {k: last.get(k) for k in _RESULTS}
     return row
@@ -162,12 +175,12 @@ def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | Non
                                        "bytes": sum(f.stat().st_size for f in (folder / f"{ground}.zarr").rglob("*")
                                                     if f.is_file())},
                            "latencies_ms": list(latencies_ms), "repeats": repeats, "t_end": t_end, "x0": x0, "cases": {}}
-    local = {}
+    def folder_run(case: str) -> Callable[[], dict[str, Any]]:  # (the baseline: as a user runs from a folder)
+        return lambda: _run(["--tables", str(folder)], ground, case, t_end=t_end, x0=x0, prefetch=False)
     for case in CASES:
         say(f"{case}: from the folder")
-        local[case] = _row([_run(["--tables", str(folder)], ground, case, t_end=t_end, x0=x0, prefetch=False)
-                            for _ in range(repeats)], None)  # (the baseline: as a user runs from a folder)
-        out["cases"][case] = {"folder": local[case], **{source: {} for source in SOURCES}}
+        out["cases"][case] = {"folder": _row([folder_run(case)() for _ in range(repeats)], None),
+                              **{source: {} for source in SOURCES}}
     with ExitStack() as stack:
         store = stack.enter_context(StoreProcess(folder))
         s3 = stack.enter_context(S3Server())
@@ -181,34 +194,38 @@ def run(tables: Path, quick: bool = False, progress: Callable[[str], None] | Non
                 for case in CASES:
                     say(f"{case}: {ms:g} ms away, through the store and from the bucket")
                     rows, at = out["cases"][case], str(ms)
-                    for source, where, env, rig in (
-                            ("store", ["--store", to_store.url], None, [store]),
-                            ("bucket", ["--tables", f"s3://{s3.bucket}/latency"], bucket_env, [s3])):
-                        rows[source][at] = _row([_run(where, ground, case, t_end=t_end, x0=x0, env=env, rig=rig)
-                                                 for _ in range(repeats)], local[case])
+                    sources: list[tuple[str, list[str], dict[str, str] | None, list[ServerProcess]]] = [
+                        ("store", ["--store", to_store.url], None, [store]),
+                        ("bucket", ["--tables", f"s3://{s3.bucket}/latency"], bucket_env, [s3])]
+                    for source, where, env, rig in sources:
+                        def remote(where: list[str] = where, env: dict[str, str] | None = env,
+                                   rig: list[ServerProcess] = rig) -> dict[str, Any]:
+                            return _run(where, ground, case, t_end=t_end, x0=x0, env=env, rig=rig)
+                        rows[source][at] = _paired(remote, folder_run(case), repeats)
                     say(f"{case}: a store next to the client, the bucket {ms:g} ms away from it")
                     with StoreProcess(f"s3://{s3.bucket}/latency", env=bucket_env) as near:
                         def through(near: StoreProcess = near) -> dict[str, Any]:
                             return _run(["--store", near.url], ground, case, t_end=t_end, x0=x0, rig=[near, s3])
-                        rows["store_bucket_cold"][at] = _row([through()], local[case])
-                        rows["store_bucket_warm"][at] = _row([through() for _ in range(repeats)], local[case])
+                        rows["store_bucket_cold"][at] = _paired(through, folder_run(case), 1)
+                        rows["store_bucket_warm"][at] = _paired(through, folder_run(case), repeats)
     if larger_side is not None:
-        out["table_size"] = _table_size(builder, folder, ground, larger_side, t_end, x0, say)
+        out["table_size"] = _table_size(builder, folder, ground, larger_side, t_end, x0, say, repeats)
     return out
 
 
 def _table_size(builder: TableBuilder, folder: Path, ground: str, side: int, t_end: float, x0: float,
-                say: Callable[[str], None]) -> dict[str, Any]:
+                say: Callable[[str], None], repeats: int = 3) -> dict[str, Any]:
     """Bytes read by each case through the store 20 ms away over ``ground`` and over a terrain of
-    ``side`` points a side (built once), and their ratio: what a run reads follows its path, not its table."""
+    ``side`` points a side (built once), medians of ``repeats`` runs, and their ratio: what a run
+    reads follows its path, not its table."""
     say(f"building the {side} x {side}-point terrain (once)")
     larger = terrain(builder, folder, side)
     rows: dict[str, Any] = {"terrain": larger, "points": side * side}
     with StoreProcess(folder) as store, DelayProxy(store.url, 0.02) as to_store:
         for case in CASES:
             say(f"{case}: over both terrains, 20 ms away")
-            got = {g: _row([_run(["--store", to_store.url], g, case, t_end=t_end, x0=x0)], None)["bytes"]
-                   for g in (ground, larger)}
+            got = {g: _row([_run(["--store", to_store.url], g, case, t_end=t_end, x0=x0) for _ in range(repeats)],
+                            None)["bytes"] for g in (ground, larger)}
             rows[case] = {"bytes": got[ground], "bytes_larger": got[larger], "ratio": got[larger] / got[ground]}
     return rows
 
@@ -216,7 +233,7 @@ def _table_size(builder: TableBuilder, folder: Path, ground: str, side: int, t_e
 def report(r: dict[str, Any]) -> str:
     t = r["terrain"]
     lines = [f"runs across a network: terrain {t['name']} ({t['points']:.3g} points, {t['bytes'] / 1e9:.2f} GB); "
-             f"median of {r['repeats']}; wall = set-up + integration"]
+             f"median of {r['repeats']} (stalls: the worst run's); wall = set-up + integration"]
     head = (f"  {'':8s} {'source':17s} {'ms':>5s} {'wall s':>7s} {'setup':>6s} {'ratio':>6s} {'proc s':>7s} {'ratio':>6s} "
             f"{'wait s':>7s} {'moves':>6s} {'stalls':>6s} {'failed':>6s} {'requests':>8s} {'MB':>7s} {'RSS MB':>7s} "
             f"{'rig cpu':>7s} same")

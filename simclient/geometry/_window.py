@@ -249,7 +249,7 @@ class StorageWindow:
         # fetch everything first: a failing source leaves the window unchanged
         pieces: list[tuple[RecordBlock, np.ndarray | None]] = [(s, None) for s in strips]
         if self._supply is not None:
-            if old is None:  # (the ring round the first window is on its way while that is read)
+            if old is None:  # (the ring round the first window on its way while that is read, with its rows on)
                 own = self._supply.first(new)
             pieces = []
             t = time.perf_counter()
@@ -259,7 +259,7 @@ class StorageWindow:
                 waited |= slow
             self.wait_s += time.perf_counter() - t
             missing = [s for s, data in pieces if data is None]
-            if missing:  # one read for all, with a margin (see RecordSupply.around; the first window's ring is asked for)
+            if missing:  # one read for all, with a margin (RecordSupply.around; the first window's: RecordSupply.first)
                 waited = True
                 block = self._supply.around(missing) if old is not None else own
                 t = time.perf_counter()
