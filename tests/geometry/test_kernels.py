@@ -148,8 +148,10 @@ def test_friction_force_is_its_closed_form(mu_d, extra, mu_v, v_t, slip, fn, n, 
     if fn <= 0:
         assert not f.any()
         return
-    if speed <= 1e-9 * (np.abs(v).max() + 1):  # (no slip but round-off's: the coefficient is ~0 there)
-        assert np.abs(f).max() <= 1e-6 * fn
+    tiny = 1e-9 * (np.abs(v).max() + 1)
+    if speed <= tiny:  # (no slip but round-off's: at most the coefficient of a slip that small, with the kernel's round-off)
+        most = tiny + 8 * np.finfo(float).eps * np.abs(v).max()
+        assert np.linalg.norm(f) <= (p[0] * _step5(min(most / v_t, 1.0)) + mu_v * most) * fn * (1 + 1e-9) + 1e-300
         return
     mu = friction_coefficient(p, speed)
     expected = -mu * fn * s / speed
