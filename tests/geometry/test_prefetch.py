@@ -120,7 +120,8 @@ def test_the_first_window_is_read_with_its_rows_as_far_as_is_cheap(sample_tables
     own = RecordBlock(b.ri0, b.ri1, max(b.rj0 - 4 - reach, 0), min(b.rj1 + 4 + reach, h.n_rec_v))  # (within the table)
     ring = (b.rj0 - 4, b.rj1 + 4)
     assert len(asked) == 3 and set(asked) == {own, RecordBlock(b.ri0 - 1, b.ri0, *ring), RecordBlock(b.ri1, b.ri1 + 1, *ring)}
-    time.sleep(0.1)  # (the ring arrives)
+    for fetch in list(pre._supply._held.values()):  # (the ring arrives)
+        fetch.result()
     plain = StorageWindow(src, (3, 9), centre=(0.0, 0.0))
     ci, cj = b.ri0 + 1, b.rj0 + 4  # (the middle record)
     # (to a border record: the window re-centres there, a record along u, four along v; then to either end of the read)
